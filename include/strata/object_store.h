@@ -1,0 +1,75 @@
+// ObjectStore: the one interface through which strata reads and writes persistent data.
+//
+// Keys are relative, '/'-separated paths ("tables/t1/_versions/5.manifest"). A key that is
+// empty, absolute, contains "." / ".." segments, empty segments or NUL is rejected with
+// InvalidArgument, so no key can escape the store's root.
+//
+// Contract for every implementation:
+// - put() is atomic (readers see the old object or the whole new one, never a part) and,
+//   on success, durable (for the local store: file and directory fsynced).
+// - put_if_absent() creates the object only if no object has the key; of N concurrent
+//   creators (threads or processes) exactly one succeeds, the others get AlreadyExists.
+// - get_range() past the end returns the bytes that exist; a range starting past the end
+//   is InvalidArgument. Missing objects are NotFound.
+// - list(prefix) returns every key starting with `prefix`, sorted, with sizes.
+// Thread safety: all methods may be called concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/buffer.h"
+#include "strata/status.h"
+
+namespace strata {
+
+struct ObjectMeta {
+  std::string key;
+  int64_t size = 0;
+};
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+
+  virtual Result<Buffer> Get(std::string_view key) = 0;
+  virtual Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length) = 0;
+  virtual Result<ObjectMeta> Head(std::string_view key) = 0;
+  virtual Status Put(std::string_view key, std::string_view data) = 0;
+  virtual Status PutIfAbsent(std::string_view key, std::string_view data) = 0;
+  virtual Result<std::vector<ObjectMeta>> List(std::string_view prefix) = 0;
+  // NotFound when the key does not exist.
+  virtual Status Delete(std::string_view key) = 0;
+  // Deletes every key under the prefix; returns how many were removed.
+  virtual Result<int64_t> DeletePrefix(std::string_view prefix) = 0;
+
+  // Size of an object, via Head().
+  Result<int64_t> Size(std::string_view key);
+  // True when the key exists.
+  Result<bool> Exists(std::string_view key);
+  // A human-readable location, e.g. "file:///data/strata" or "memory://".
+  virtual std::string Describe() const = 0;
+};
+
+// InvalidArgument unless `key` is a safe relative key (see above).
+Status ValidateObjectKey(std::string_view key);
+// Prefixes may be empty (everything) or end with '/'; otherwise validated like keys.
+Status ValidateObjectPrefix(std::string_view prefix);
+
+struct LocalObjectStoreOptions {
+  // fsync files and directories on every put. Off = "process" durability (page cache only).
+  bool sync = true;
+  // Map objects larger than this into memory on Get instead of reading them.
+  int64_t mmap_threshold = 1 << 20;
+};
+
+// Objects are files under `root` (created if missing).
+Result<std::shared_ptr<ObjectStore>> OpenLocalObjectStore(const std::string& root,
+                                                          LocalObjectStoreOptions options = {});
+// Objects live in memory (tests, scratch).
+std::shared_ptr<ObjectStore> NewMemoryObjectStore();
+
+}  // namespace strata

@@ -1,0 +1,48 @@
+// Key validation and the convenience methods shared by every ObjectStore.
+#include "strata/object_store.h"
+
+#include <fmt/format.h>
+
+namespace strata {
+
+Status ValidateObjectKey(std::string_view key) {
+  if (key.empty()) return Status::InvalidArgument("object key is empty");
+  if (key.front() == '/') {
+    return Status::InvalidArgument(fmt::format("object key '{}' is absolute", key));
+  }
+  if (key.find('\0') != std::string_view::npos) {
+    return Status::InvalidArgument("object key contains a NUL byte");
+  }
+  size_t start = 0;
+  while (start <= key.size()) {
+    size_t end = key.find('/', start);
+    if (end == std::string_view::npos) end = key.size();
+    std::string_view seg = key.substr(start, end - start);
+    if (seg.empty() || seg == "." || seg == "..") {
+      return Status::InvalidArgument(
+          fmt::format("object key '{}' has an empty, '.' or '..' segment", key));
+    }
+    start = end + 1;
+  }
+  return Status::OK();
+}
+
+Status ValidateObjectPrefix(std::string_view prefix) {
+  if (prefix.empty()) return Status::OK();
+  if (prefix.back() == '/') prefix.remove_suffix(1);
+  return ValidateObjectKey(prefix);
+}
+
+Result<int64_t> ObjectStore::Size(std::string_view key) {
+  STRATA_ASSIGN_OR_RETURN(ObjectMeta meta, Head(key));
+  return meta.size;
+}
+
+Result<bool> ObjectStore::Exists(std::string_view key) {
+  Result<ObjectMeta> meta = Head(key);
+  if (meta.ok()) return true;
+  if (meta.status().IsNotFound()) return false;
+  return meta.status();
+}
+
+}  // namespace strata
