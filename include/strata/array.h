@@ -102,17 +102,21 @@ class Array {
   Array Slice(int64_t offset) const { return Slice(offset, length() - offset); }
 
   // Logical equality: same type, length, nulls and values (dictionaries compared by the
-  // values they decode to; offsets and padding do not matter).
+  // values they decode to; offsets and padding do not matter). Bytes under null slots are
+  // ignored, NaN equals NaN, and a dictionary row whose entry is null counts as null.
   bool Equals(const Array& other) const;
   // Checks every buffer size, offset, child length and dictionary index against the layout
-  // above; Corruption naming the problem otherwise. Never reads out of bounds.
+  // above; Corruption naming the problem otherwise. Never reads out of bounds. Also requires
+  // exactly the buffer and child counts listed above, offsets / multi-byte values / indices
+  // buffers aligned to their element size, and at most 64 levels of type nesting.
   Status Validate() const;
   // Validate() plus UTF-8 validity of utf8 / large_utf8 values.
   Status ValidateFull() const;
 
   // "[1, null, 3]" (long arrays are elided in the middle).
   std::string ToString() const;
-  // One value as text: strings quoted, binary as base64, timestamps as RFC 3339.
+  // One value as text: strings quoted, binary as base64, timestamps as RFC 3339 (UTC),
+  // floats shortest round-trip, nested values JSON-like with long lists elided.
   std::string ValueToString(int64_t i) const;
 
  private:

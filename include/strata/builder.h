@@ -2,7 +2,10 @@
 //
 // Every builder is created for one DataType; MakeBuilder() returns the right builder for any
 // type (nested types get nested builders). Finish() returns a validated Array and resets the
-// builder for reuse. Builders are not thread safe.
+// builder for reuse. When Finish() fails because rows are incomplete (struct field lengths,
+// fixed-size-list element counts, RecordBatchBuilder column lengths) the builder is left as
+// it was, so the caller can complete it; after any other Finish() error (e.g. invalid UTF-8)
+// the builder is reset. Builders are not thread safe.
 //
 // Nested builders: ListBuilder / LargeList / FixedSizeList — call Append() to start a row,
 // then append its elements to value_builder(). StructBuilder — Append() a row, then append
@@ -172,7 +175,10 @@ class StructBuilder final : public ArrayBuilder {
   std::vector<std::unique_ptr<ArrayBuilder>> fields_;
 };
 
-// dictionary<index type, utf8 / large_utf8 / binary values>: de-duplicates values.
+// dictionary<index type, utf8 / large_utf8 / binary / large_binary values>: de-duplicates
+// values. AppendArraySlice() takes dictionary arrays of this type (decoding them, whatever
+// their dictionary) or plain arrays of the value type; a row whose index points at a null
+// dictionary entry is appended as null.
 class DictionaryBuilder final : public ArrayBuilder {
  public:
   explicit DictionaryBuilder(DataTypePtr type);
@@ -216,11 +222,16 @@ class RecordBatchBuilder {
   std::vector<std::unique_ptr<ArrayBuilder>> builders_;
 };
 
-// Concatenates arrays of one type into a new array (InvalidArgument on a type mismatch).
+// Concatenates arrays of one type into a new array (InvalidArgument on a type mismatch or
+// an empty input). Dictionary arrays: when all inputs share one (equal) dictionary it is
+// kept and only indices are concatenated; otherwise string/binary dictionaries are unified
+// (decoded and re-encoded, de-duplicated) and other value types get their dictionaries
+// appended back to back. InvalidArgument when the result outgrows the index type.
 Result<Array> Concatenate(const std::vector<Array>& arrays);
-// Concatenates batches of one schema.
+// Concatenates batches of one schema (metadata may differ; the first batch's schema is used).
 Result<RecordBatch> ConcatenateBatches(const std::vector<RecordBatch>& batches);
-// Rows at `indices` (each in [0, array.length())) as a new array.
+// Rows at `indices` (each in [0, array.length())) as a new array. Dictionary arrays keep
+// their dictionary.
 Result<Array> Take(const Array& array, const std::vector<int64_t>& indices);
 
 }  // namespace strata

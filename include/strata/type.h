@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +53,9 @@ class KeyValueMetadata {
   KeyValueMetadata() = default;
   explicit KeyValueMetadata(std::vector<std::pair<std::string, std::string>> entries)
       : entries_(std::move(entries)) {}
+  // KeyValueMetadata({{"k", "v"}}) (without it that call is ambiguous with the copy ctor).
+  KeyValueMetadata(std::initializer_list<std::pair<std::string, std::string>> entries)
+      : entries_(entries) {}
 
   const std::vector<std::pair<std::string, std::string>>& entries() const { return entries_; }
   bool empty() const { return entries_.empty(); }

@@ -1,7 +1,10 @@
 // Array construction, accessors and slicing.
 #include "strata/array.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <limits>
 
 namespace strata {
 
@@ -11,8 +14,14 @@ Result<Array> Array::Make(ArrayData data) {
     const Buffer& validity = data.buffers.empty() ? Buffer() : data.buffers[0];
     if (validity.is_null()) {
       data.null_count = 0;
-    } else if (validity.size() * 8 < data.offset + data.length) {
-      return Status::Corruption("validity bitmap shorter than the array");
+    } else if (data.offset < 0 || data.length < 0 ||
+               data.offset > std::numeric_limits<int64_t>::max() - data.length ||
+               validity.size() <
+                   (data.offset + data.length) / 8 + ((data.offset + data.length) % 8 != 0)) {
+      // Checked here because null_count is computed before Validate() runs.
+      return Status::Corruption(
+          fmt::format("validity bitmap of {} bytes does not cover {} rows at offset {}",
+                      validity.size(), data.length, data.offset));
     } else {
       data.null_count =
           data.length - bit_util::CountSetBits(validity.data(), data.offset, data.length);
