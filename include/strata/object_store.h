@@ -66,7 +66,10 @@ struct LocalObjectStoreOptions {
   int64_t mmap_threshold = 1 << 20;
 };
 
-// Objects are files under `root` (created if missing).
+// Objects are files under `root` (created if missing): a put writes a temporary file
+// (".strata-tmp-*": never listed, and keys with a segment of that prefix are InvalidArgument),
+// syncs it, renames or links it into place and syncs the directory. A key cannot be both an
+// object and a directory of objects ("a" and "a/b"). See src/io/file_object_store.h.
 Result<std::shared_ptr<ObjectStore>> OpenLocalObjectStore(const std::string& root,
                                                           LocalObjectStoreOptions options = {});
 // Objects live in memory (tests, scratch).

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <shared_mutex>
 
 #if defined(__clang__)
 #define STRATA_THREAD_ANNOTATION_(x) __attribute__((x))
@@ -23,6 +24,12 @@
 #define STRATA_TRY_ACQUIRE(...) STRATA_THREAD_ANNOTATION_(try_acquire_capability(__VA_ARGS__))
 #define STRATA_EXCLUDES(...) STRATA_THREAD_ANNOTATION_(locks_excluded(__VA_ARGS__))
 #define STRATA_ASSERT_CAPABILITY(x) STRATA_THREAD_ANNOTATION_(assert_capability(x))
+#define STRATA_REQUIRES_SHARED(...) \
+  STRATA_THREAD_ANNOTATION_(requires_shared_capability(__VA_ARGS__))
+#define STRATA_ACQUIRE_SHARED(...) STRATA_THREAD_ANNOTATION_(acquire_shared_capability(__VA_ARGS__))
+#define STRATA_RELEASE_SHARED(...) STRATA_THREAD_ANNOTATION_(release_shared_capability(__VA_ARGS__))
+#define STRATA_RELEASE_GENERIC(...) \
+  STRATA_THREAD_ANNOTATION_(release_generic_capability(__VA_ARGS__))
 #define STRATA_NO_THREAD_SAFETY_ANALYSIS STRATA_THREAD_ANNOTATION_(no_thread_safety_analysis)
 
 namespace strata {
@@ -53,6 +60,44 @@ class STRATA_SCOPED_CAPABILITY MutexLock {
 
  private:
   Mutex& mutex_;
+};
+
+// Many readers or one writer. Hold it with ReaderLock / WriterLock.
+class STRATA_CAPABILITY("shared mutex") SharedMutex {
+ public:
+  void Lock() STRATA_ACQUIRE() { mutex_.lock(); }
+  void Unlock() STRATA_RELEASE() { mutex_.unlock(); }
+  void LockShared() STRATA_ACQUIRE_SHARED() { mutex_.lock_shared(); }
+  void UnlockShared() STRATA_RELEASE_SHARED() { mutex_.unlock_shared(); }
+
+ private:
+  std::shared_mutex mutex_;
+};
+
+// Holds `mutex` exclusively for the enclosing scope.
+class STRATA_SCOPED_CAPABILITY WriterLock {
+ public:
+  explicit WriterLock(SharedMutex& mutex) STRATA_ACQUIRE(mutex) : mutex_(mutex) { mutex_.Lock(); }
+  WriterLock(const WriterLock&) = delete;
+  WriterLock& operator=(const WriterLock&) = delete;
+  ~WriterLock() STRATA_RELEASE() { mutex_.Unlock(); }
+
+ private:
+  SharedMutex& mutex_;
+};
+
+// Holds `mutex` shared for the enclosing scope.
+class STRATA_SCOPED_CAPABILITY ReaderLock {
+ public:
+  explicit ReaderLock(SharedMutex& mutex) STRATA_ACQUIRE_SHARED(mutex) : mutex_(mutex) {
+    mutex_.LockShared();
+  }
+  ReaderLock(const ReaderLock&) = delete;
+  ReaderLock& operator=(const ReaderLock&) = delete;
+  ~ReaderLock() STRATA_RELEASE_GENERIC() { mutex_.UnlockShared(); }
+
+ private:
+  SharedMutex& mutex_;
 };
 
 // A condition variable used with a strata::Mutex. Waits may wake spuriously: always wait in a

@@ -1,4 +1,5 @@
-// Buffer allocation (64-byte aligned heap blocks) and bitmap helpers.
+// Buffer allocation (64-byte aligned heap blocks) and bitmap helpers; lives in io, the lowest
+// layer that hands out Buffers (mmap reads), so every layer above can use it.
 #include "strata/buffer.h"
 
 #include <algorithm>

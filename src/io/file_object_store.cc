@@ -1,0 +1,321 @@
+// FileObjectStore: objects as files (temp file + fsync + rename/link + directory fsync).
+#include "io/file_object_store.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "util/mutex.h"
+
+namespace strata::io {
+namespace {
+
+// Attempts at creating a temporary file before giving up; a retry happens when another
+// process removed the directory meanwhile or a random name collided.
+constexpr int kTempFileAttempts = 8;
+
+bool IsTempName(std::string_view relative_path) {
+  size_t slash = relative_path.rfind('/');
+  std::string_view name =
+      slash == std::string_view::npos ? relative_path : relative_path.substr(slash + 1);
+  return name.substr(0, kTempFilePrefix.size()) == kTempFilePrefix;
+}
+
+class FileObjectStore final : public ObjectStore {
+ public:
+  FileObjectStore(std::shared_ptr<FileSystem> fs, std::string root, LocalObjectStoreOptions options)
+      : fs_(std::move(fs)), root_(std::move(root)), options_(options) {
+    std::random_device random;
+    nonce_ = (static_cast<uint64_t>(random()) << 32) ^ random();
+  }
+
+  // Creates the root and makes its entry durable.
+  Status Init() {
+    std::vector<std::string> created;
+    STRATA_RETURN_IF_ERROR(fs_->CreateDirs(root_, &created));
+    if (options_.sync) {
+      std::set<std::string> dirs = {root_, std::string(ParentDir(root_))};
+      for (const std::string& dir : created) dirs.emplace(ParentDir(dir));
+      for (const std::string& dir : dirs) {
+        if (!dir.empty()) STRATA_RETURN_IF_ERROR(fs_->SyncDir(dir));
+      }
+    }
+    MutexLock lock(durable_mu_);
+    durable_dirs_.insert("");
+    return Status::OK();
+  }
+
+  Result<Buffer> Get(std::string_view key) override {
+    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    const std::string path = PathOf(key);
+    Result<FileStatus> st = fs_->Stat(path);
+    if (!st.ok()) return ReadError("get", key, st.status());
+    if (st->is_directory) return NotFound(key);
+    Result<Buffer> data =
+        st->size > options_.mmap_threshold ? fs_->MapFile(path) : fs_->ReadFile(path);
+    if (!data.ok()) return ReadError("get", key, data.status());
+    return data;
+  }
+
+  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length) override {
+    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    if (offset < 0 || length < 0) {
+      return Status::InvalidArgument(
+          fmt::format("get range of '{}': negative offset {} or length {}", key, offset, length));
+    }
+    Result<Buffer> data = fs_->ReadRange(PathOf(key), offset, length);
+    if (!data.ok()) return ReadError("get range of", key, data.status());
+    return data;
+  }
+
+  Result<ObjectMeta> Head(std::string_view key) override {
+    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    Result<FileStatus> st = fs_->Stat(PathOf(key));
+    if (!st.ok()) return ReadError("head", key, st.status());
+    if (st->is_directory) return NotFound(key);
+    return ObjectMeta{std::string(key), st->size};
+  }
+
+  Status Put(std::string_view key, std::string_view data) override {
+    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    const std::string path = PathOf(key);
+    ReaderLock namespace_lock(namespace_mu_);
+    Result<std::string> temp = WriteTempFile(key, data);
+    if (!temp.ok()) return WriteError("put", key, temp.status());
+    Status s = fs_->RenameFile(*temp, path);
+    if (!s.ok()) {
+      fs_->DeleteFile(*temp).IgnoreError();  // best effort; temp files are never listed
+      return WriteError("put", key, s);
+    }
+    return WriteError("put", key, MakeDurable(std::string(ParentDir(key))));
+  }
+
+  Status PutIfAbsent(std::string_view key, std::string_view data) override {
+    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    const std::string path = PathOf(key);
+    ReaderLock namespace_lock(namespace_mu_);
+    Result<std::string> temp = WriteTempFile(key, data);
+    if (!temp.ok()) return WriteError("put-if-absent", key, temp.status());
+    Status linked = fs_->LinkFile(*temp, path);
+    // A leftover temp file (if this fails) is harmless: it is never listed.
+    fs_->DeleteFile(*temp).IgnoreError();
+    if (!linked.ok() && !linked.IsAlreadyExists()) return WriteError("put-if-absent", key, linked);
+    // Also when losing: the winner may not have synced the directory yet, and a caller
+    // told AlreadyExists may rely on that object surviving a crash.
+    STRATA_RETURN_IF_ERROR(
+        WriteError("put-if-absent", key, MakeDurable(std::string(ParentDir(key)))));
+    if (linked.IsAlreadyExists()) {
+      return Status::AlreadyExists(
+          fmt::format("object '{}' already exists in {}", key, Describe()));
+    }
+    return Status::OK();
+  }
+
+  Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
+    STRATA_RETURN_IF_ERROR(ValidateObjectPrefix(prefix));
+    // List the deepest directory that holds every match, then filter by the full prefix.
+    size_t slash = prefix.rfind('/');
+    std::string_view dir = slash == std::string_view::npos ? "" : prefix.substr(0, slash);
+    Result<std::vector<FileEntry>> entries = fs_->ListFiles(AbsoluteDir(dir));
+    if (!entries.ok()) {
+      if (entries.status().IsNotFound()) return std::vector<ObjectMeta>{};
+      return entries.status().WithContext(fmt::format("list '{}'", prefix));
+    }
+    std::vector<ObjectMeta> out;
+    for (FileEntry& entry : *entries) {
+      if (IsTempName(entry.relative_path)) continue;
+      std::string key =
+          dir.empty() ? std::move(entry.relative_path) : JoinPath(dir, entry.relative_path);
+      if (key.compare(0, prefix.size(), prefix) != 0) continue;
+      out.push_back({std::move(key), entry.size});
+    }
+    // ListFiles sorts by relative path and every key shares `dir`, so `out` is sorted.
+    return out;
+  }
+
+  Status Delete(std::string_view key) override {
+    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    Status s = fs_->DeleteFile(PathOf(key));
+    if (!s.ok()) return ReadError("delete", key, s);
+    if (!options_.sync) return Status::OK();
+    return WriteError("delete", key, fs_->SyncDir(AbsoluteDir(ParentDir(key))));
+  }
+
+  Result<int64_t> DeletePrefix(std::string_view prefix) override {
+    STRATA_ASSIGN_OR_RETURN(std::vector<ObjectMeta> objects, List(prefix));
+    int64_t deleted = 0;
+    std::set<std::string> dirs;  // relative directories that lost an entry
+    for (const ObjectMeta& object : objects) {
+      Status s = fs_->DeleteFile(PathOf(object.key));
+      if (s.IsNotFound()) continue;  // deleted concurrently
+      if (!s.ok()) return WriteError("delete", object.key, s);
+      ++deleted;
+      dirs.emplace(ParentDir(object.key));
+    }
+    STRATA_RETURN_IF_ERROR(RemoveEmptyDirs(prefix, &dirs));
+    if (options_.sync) {
+      for (const std::string& dir : dirs) {
+        Status s = fs_->SyncDir(AbsoluteDir(dir));
+        if (!s.ok() && !s.IsNotFound()) return s.WithContext(fmt::format("delete '{}'", prefix));
+      }
+    }
+    return deleted;
+  }
+
+  std::string Describe() const override { return "file://" + root_; }
+
+ private:
+  Status CheckKey(std::string_view key) const {
+    STRATA_RETURN_IF_ERROR(ValidateObjectKey(key));
+    for (size_t pos = 0; pos < key.size();) {
+      size_t end = std::min(key.find('/', pos), key.size());
+      if (key.substr(pos, kTempFilePrefix.size()) == kTempFilePrefix) {
+        return Status::InvalidArgument(fmt::format(
+            "object key '{}' uses the reserved name prefix '{}'", key, kTempFilePrefix));
+      }
+      pos = end + 1;
+    }
+    return Status::OK();
+  }
+
+  std::string PathOf(std::string_view key) const { return JoinPath(root_, key); }
+  std::string AbsoluteDir(std::string_view relative) const {
+    return relative.empty() ? root_ : JoinPath(root_, relative);
+  }
+
+  Status NotFound(std::string_view key) const {
+    return Status::NotFound(fmt::format("object '{}' not found in {}", key, Describe()));
+  }
+  // For reads: NotFound from the file system becomes "object not found", other errors
+  // get the operation and key in front.
+  Status ReadError(std::string_view op, std::string_view key, const Status& s) const {
+    if (s.IsNotFound()) return NotFound(key);
+    return WriteError(op, key, s);
+  }
+  Status WriteError(std::string_view op, std::string_view key, const Status& s) const {
+    if (s.ok()) return s;
+    return s.WithContext(fmt::format("{} '{}'", op, key));
+  }
+
+  // Writes `data` to a new temporary file in the key's directory (creating directories),
+  // synced when options.sync, and returns its path. Removes it again on failure.
+  Result<std::string> WriteTempFile(std::string_view key, std::string_view data)
+      STRATA_REQUIRES_SHARED(namespace_mu_) {
+    const std::string dir = AbsoluteDir(ParentDir(key));
+    for (int attempt = 0; attempt < kTempFileAttempts; ++attempt) {
+      STRATA_RETURN_IF_ERROR(fs_->CreateDirs(dir));
+      std::string temp = JoinPath(
+          dir, fmt::format("{}{:016x}-{}-{}", kTempFilePrefix, nonce_, ::getpid(), ++counter_));
+      Result<std::unique_ptr<WritableFile>> file = fs_->NewWritableFile(temp, OpenMode::kCreateNew);
+      if (!file.ok()) {
+        if (file.status().IsNotFound() || file.status().IsAlreadyExists()) continue;
+        return file.status();
+      }
+      Status s = (*file)->Append(data);
+      if (s.ok() && options_.sync) s = (*file)->Sync();
+      Status closed = (*file)->Close();
+      if (s.ok()) s = closed;
+      if (!s.ok()) {
+        fs_->DeleteFile(temp).IgnoreError();
+        return s;
+      }
+      return temp;
+    }
+    return Status::IOError(fmt::format("could not create a temporary file in '{}'", dir));
+  }
+
+  // Syncs the key directory `relative_dir`, and the parent of each directory above it
+  // whose own entry is not yet known durable. No-op without options.sync.
+  Status MakeDurable(const std::string& relative_dir) STRATA_REQUIRES_SHARED(namespace_mu_) {
+    if (!options_.sync) return Status::OK();
+    std::vector<std::string> chain;
+    for (std::string_view dir = relative_dir; !dir.empty(); dir = ParentDir(dir)) {
+      chain.emplace_back(dir);
+    }
+    std::set<std::string> to_sync = {relative_dir};
+    {
+      MutexLock lock(durable_mu_);
+      for (const std::string& dir : chain) {
+        if (durable_dirs_.count(dir) == 0) to_sync.emplace(ParentDir(dir));
+      }
+    }
+    for (const std::string& dir : to_sync) STRATA_RETURN_IF_ERROR(fs_->SyncDir(AbsoluteDir(dir)));
+    MutexLock lock(durable_mu_);
+    durable_dirs_.insert(chain.begin(), chain.end());
+    return Status::OK();
+  }
+
+  // Removes the directories under `prefix` that held a deleted object (and their
+  // ancestors under the prefix) if they are empty now; adds their parents to `dirs`.
+  Status RemoveEmptyDirs(std::string_view prefix, std::set<std::string>* dirs)
+      STRATA_EXCLUDES(namespace_mu_) {
+    std::set<std::string> candidates;
+    for (const std::string& dir : *dirs) {
+      for (std::string_view d = dir; !d.empty(); d = ParentDir(d)) {
+        std::string with_slash = std::string(d) + "/";
+        if (with_slash.compare(0, prefix.size(), prefix) == 0) candidates.emplace(d);
+      }
+    }
+    // Deepest first, so a parent is tried after its children are gone.
+    std::vector<std::string> order(candidates.begin(), candidates.end());
+    std::sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
+      return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');
+    });
+    // Exclusive: no Put may sit between creating a directory and renaming into it.
+    WriterLock namespace_lock(namespace_mu_);
+    for (const std::string& dir : order) {
+      {
+        MutexLock lock(durable_mu_);
+        durable_dirs_.erase(dir);
+      }
+      if (fs_->DeleteDir(AbsoluteDir(dir)).ok()) {
+        dirs->erase(dir);
+        dirs->emplace(ParentDir(dir));
+      }
+    }
+    return Status::OK();
+  }
+
+  const std::shared_ptr<FileSystem> fs_;
+  const std::string root_;
+  const LocalObjectStoreOptions options_;
+  uint64_t nonce_ = 0;  // random per store, names temp files
+  std::atomic<uint64_t> counter_{0};
+
+  // Shared by Put/PutIfAbsent from directory creation to durability; exclusive while
+  // removing directories, so a directory cannot vanish under a Put.
+  SharedMutex namespace_mu_;
+
+  Mutex durable_mu_;
+  // Directories (relative to the root, "" = root) whose entry in their parent is durable.
+  std::set<std::string> durable_dirs_ STRATA_GUARDED_BY(durable_mu_);
+};
+
+}  // namespace
+
+Result<std::shared_ptr<ObjectStore>> NewFileObjectStore(std::shared_ptr<FileSystem> fs,
+                                                        std::string root,
+                                                        LocalObjectStoreOptions options) {
+  if (root.empty()) return Status::InvalidArgument("object store root is empty");
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  auto store = std::make_shared<FileObjectStore>(std::move(fs), std::move(root), options);
+  STRATA_RETURN_IF_ERROR(store->Init().WithContext("open object store"));
+  return std::shared_ptr<ObjectStore>(std::move(store));
+}
+
+}  // namespace strata::io
+
+namespace strata {
+
+Result<std::shared_ptr<ObjectStore>> OpenLocalObjectStore(const std::string& root,
+                                                          LocalObjectStoreOptions options) {
+  return io::NewFileObjectStore(io::PosixFileSystem(), root, options);
+}
+
+}  // namespace strata

@@ -1,0 +1,217 @@
+// The ObjectStore contract (include/strata/object_store.h), checked against every store:
+// local files, memory, and the file store over the in-memory file system.
+#include "strata/object_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/file_object_store.h"
+#include "io/memory_file_system.h"
+#include "support/temp_dir.h"
+
+namespace strata {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+std::vector<std::string> Keys(const std::vector<ObjectMeta>& objects) {
+  std::vector<std::string> keys;
+  for (const ObjectMeta& meta : objects) keys.push_back(meta.key);
+  return keys;
+}
+
+// Binary data with NULs and every byte value.
+std::string Binary(size_t size, int seed) {
+  std::string out(size, '\0');
+  for (size_t i = 0; i < size; ++i) out[i] = static_cast<char>((i * 7 + seed) % 256);
+  return out;
+}
+
+class ObjectStoreTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string& kind = GetParam();
+    if (kind == "memory") {
+      store_ = NewMemoryObjectStore();
+      return;
+    }
+    LocalObjectStoreOptions options;
+    if (kind == "local_mmap_all") options.mmap_threshold = 0;
+    if (kind == "local_no_sync") options.sync = false;
+    Result<std::shared_ptr<ObjectStore>> store = Status::Internal("unset");
+    if (kind == "file_over_memory_fs") {
+      store = io::NewFileObjectStore(std::make_shared<io::MemoryFileSystem>(), "/objects", options);
+    } else {
+      store = OpenLocalObjectStore((temp_ / "store").string(), options);
+    }
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *store;
+  }
+
+  std::string GetString(std::string_view key) {
+    Result<Buffer> data = store_->Get(key);
+    EXPECT_TRUE(data.ok()) << key << ": " << data.status();
+    return data.ok() ? std::string(data->view()) : "<error>";
+  }
+
+  strata::testing::TempDir temp_{"objects"};
+  std::shared_ptr<ObjectStore> store_;
+};
+
+TEST_P(ObjectStoreTest, PutThenGetReturnsExactlyTheBytes) {
+  const std::string big = Binary(3 << 20, 1);  // above the default mmap threshold
+  ASSERT_TRUE(store_->Put("a/b/c", "hello").ok());
+  ASSERT_TRUE(store_->Put("empty", "").ok());
+  ASSERT_TRUE(store_->Put("bin", Binary(1000, 2)).ok());
+  ASSERT_TRUE(store_->Put("big/object", big).ok());
+  EXPECT_EQ(GetString("a/b/c"), "hello");
+  EXPECT_EQ(GetString("empty"), "");
+  EXPECT_EQ(GetString("bin"), Binary(1000, 2));
+  EXPECT_EQ(GetString("big/object"), big);
+  EXPECT_FALSE(store_->Describe().empty());
+}
+
+TEST_P(ObjectStoreTest, PutReplacesTheWholeObject) {
+  ASSERT_TRUE(store_->Put("k", "a much longer first version").ok());
+  ASSERT_TRUE(store_->Put("k", "v2").ok());
+  EXPECT_EQ(GetString("k"), "v2");
+  EXPECT_EQ(*store_->Size("k"), 2);
+}
+
+TEST_P(ObjectStoreTest, MissingObjectsAreNotFoundEverywhere) {
+  ASSERT_TRUE(store_->Put("dir/present", "x").ok());
+  for (std::string_view key : {"missing", "dir/missing", "dir", "dir/present/below"}) {
+    SCOPED_TRACE(key);
+    EXPECT_TRUE(store_->Get(key).status().IsNotFound()) << store_->Get(key).status();
+    EXPECT_TRUE(store_->GetRange(key, 0, 1).status().IsNotFound());
+    EXPECT_TRUE(store_->Head(key).status().IsNotFound());
+    EXPECT_TRUE(store_->Delete(key).IsNotFound());
+    EXPECT_FALSE(*store_->Exists(key));
+  }
+}
+
+TEST_P(ObjectStoreTest, GetRangeReturnsTheBytesThatExist) {
+  ASSERT_TRUE(store_->Put("r", "0123456789").ok());
+  EXPECT_EQ(store_->GetRange("r", 3, 4)->view(), "3456");
+  EXPECT_EQ(store_->GetRange("r", 7, 100)->view(), "789");
+  EXPECT_EQ(store_->GetRange("r", 10, 1)->size(), 0);
+  EXPECT_EQ(store_->GetRange("r", 0, 0)->size(), 0);
+  EXPECT_TRUE(store_->GetRange("r", 11, 1).status().IsInvalidArgument());
+  EXPECT_TRUE(store_->GetRange("r", -1, 1).status().IsInvalidArgument());
+  EXPECT_TRUE(store_->GetRange("r", 0, -1).status().IsInvalidArgument());
+}
+
+TEST_P(ObjectStoreTest, HeadReportsKeyAndSize) {
+  ASSERT_TRUE(store_->Put("x/y", std::string(1234, 'z')).ok());
+  Result<ObjectMeta> meta = store_->Head("x/y");
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  EXPECT_EQ(meta->key, "x/y");
+  EXPECT_EQ(meta->size, 1234);
+  EXPECT_TRUE(*store_->Exists("x/y"));
+}
+
+TEST_P(ObjectStoreTest, ListReturnsSortedKeysStartingWithThePrefix) {
+  for (std::string_view key : {"b", "a/2", "ab", "a/b/3", "a/1", "a-z", "c/d/e/f"}) {
+    ASSERT_TRUE(store_->Put(key, std::string(key)).ok());
+  }
+  EXPECT_THAT(Keys(*store_->List("")),
+              ElementsAre("a-z", "a/1", "a/2", "a/b/3", "ab", "b", "c/d/e/f"));
+  EXPECT_THAT(Keys(*store_->List("a/")), ElementsAre("a/1", "a/2", "a/b/3"));
+  EXPECT_THAT(Keys(*store_->List("a")), ElementsAre("a-z", "a/1", "a/2", "a/b/3", "ab"));
+  EXPECT_THAT(Keys(*store_->List("a/b")), ElementsAre("a/b/3"));
+  EXPECT_THAT(Keys(*store_->List("c/d/")), ElementsAre("c/d/e/f"));
+  EXPECT_THAT(Keys(*store_->List("zzz/")), IsEmpty());
+  std::vector<ObjectMeta> listed = *store_->List("a/b/");
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].size, 5);
+}
+
+TEST_P(ObjectStoreTest, DeleteRemovesOnlyThatKey) {
+  ASSERT_TRUE(store_->Put("d/1", "1").ok());
+  ASSERT_TRUE(store_->Put("d/2", "2").ok());
+  ASSERT_TRUE(store_->Delete("d/1").ok());
+  EXPECT_TRUE(store_->Get("d/1").status().IsNotFound());
+  EXPECT_TRUE(store_->Delete("d/1").IsNotFound());
+  EXPECT_EQ(GetString("d/2"), "2");
+  EXPECT_THAT(Keys(*store_->List("d/")), ElementsAre("d/2"));
+}
+
+TEST_P(ObjectStoreTest, DeletePrefixRemovesEveryKeyUnderItAndCountsThem) {
+  for (std::string_view key : {"t/1", "t/a/2", "t/a/b/3", "tt", "u/1"}) {
+    ASSERT_TRUE(store_->Put(key, "x").ok());
+  }
+  Result<int64_t> removed = store_->DeletePrefix("t/");
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_EQ(*removed, 3);
+  EXPECT_THAT(Keys(*store_->List("")), ElementsAre("tt", "u/1"));
+  EXPECT_EQ(*store_->DeletePrefix("t/"), 0);
+  // The prefix is usable again after its directories went away.
+  ASSERT_TRUE(store_->Put("t/a/b/3", "back").ok());
+  EXPECT_EQ(GetString("t/a/b/3"), "back");
+  EXPECT_EQ(*store_->DeletePrefix(""), 3);
+  EXPECT_THAT(Keys(*store_->List("")), IsEmpty());
+}
+
+TEST_P(ObjectStoreTest, PutIfAbsentCreatesOnceAndNeverOverwrites) {
+  ASSERT_TRUE(store_->PutIfAbsent("m/1", "first").ok());
+  Status again = store_->PutIfAbsent("m/1", "second");
+  EXPECT_TRUE(again.IsAlreadyExists()) << again;
+  EXPECT_EQ(GetString("m/1"), "first");
+  ASSERT_TRUE(store_->Put("m/2", "put").ok());
+  EXPECT_TRUE(store_->PutIfAbsent("m/2", "x").IsAlreadyExists());
+  EXPECT_EQ(GetString("m/2"), "put");
+  EXPECT_THAT(Keys(*store_->List("m/")), ElementsAre("m/1", "m/2"));
+}
+
+TEST_P(ObjectStoreTest, UnsafeKeysAreRejectedBeforeAnythingIsWritten) {
+  const std::vector<std::string> bad = {"",
+                                        "/etc/passwd",
+                                        "../escape",
+                                        "a/../../b",
+                                        "a//b",
+                                        "./a",
+                                        "a/.",
+                                        "trailing/",
+                                        "..",
+                                        ".",
+                                        std::string("nul\0byte", 8)};
+  for (const std::string& key : bad) {
+    SCOPED_TRACE(key);
+    EXPECT_TRUE(store_->Put(key, "x").IsInvalidArgument());
+    EXPECT_TRUE(store_->PutIfAbsent(key, "x").IsInvalidArgument());
+    EXPECT_TRUE(store_->Get(key).status().IsInvalidArgument());
+    EXPECT_TRUE(store_->GetRange(key, 0, 1).status().IsInvalidArgument());
+    EXPECT_TRUE(store_->Head(key).status().IsInvalidArgument());
+    EXPECT_TRUE(store_->Delete(key).IsInvalidArgument());
+  }
+  for (std::string_view prefix : {"/abs/", "../", "a//", "a/../"}) {
+    SCOPED_TRACE(prefix);
+    EXPECT_TRUE(store_->List(prefix).status().IsInvalidArgument());
+    EXPECT_TRUE(store_->DeletePrefix(prefix).status().IsInvalidArgument());
+  }
+  EXPECT_THAT(Keys(*store_->List("")), IsEmpty());
+  // Nothing escaped the local store's root (temp_/store) either.
+  std::vector<std::string> beside_root;
+  for (const auto& entry : std::filesystem::directory_iterator(temp_.path())) {
+    beside_root.push_back(entry.path().filename().string());
+  }
+  if (GetParam().starts_with("local")) {
+    EXPECT_THAT(beside_root, ElementsAre("store"));
+  } else {
+    EXPECT_THAT(beside_root, IsEmpty());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllStores, ObjectStoreTest,
+                         ::testing::Values("local", "local_mmap_all", "local_no_sync", "memory",
+                                           "file_over_memory_fs"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,353 @@
+// PosixFileSystem: FileSystem over POSIX syscalls. Every call retries on EINTR, opens with
+// O_CLOEXEC, and reports failures as Status naming the operation, path and errno text.
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "io/file_system.h"
+
+namespace strata::io {
+namespace {
+
+std::string ErrnoText(int err) {
+  const char* desc = strerrordesc_np(err);  // thread safe, unlike strerror
+  return desc != nullptr ? std::string(desc) : fmt::format("errno {}", err);
+}
+
+// Maps errno to a Status: ENOENT/ENOTDIR -> NotFound, EEXIST -> AlreadyExists, ENOSPC ->
+// IOError saying kNoSpaceMessage, anything else -> IOError.
+Status ErrnoStatus(std::string_view op, std::string_view path, int err) {
+  std::string what = fmt::format("{} '{}'", op, path);
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return Status::NotFound(fmt::format("{}: {}", what, ErrnoText(err)));
+    case EEXIST:
+      return Status::AlreadyExists(fmt::format("{}: {}", what, ErrnoText(err)));
+    case ENOSPC:
+    case EDQUOT:
+      return Status::IOError(fmt::format("{}: {} ({})", what, kNoSpaceMessage, ErrnoText(err)));
+    default:
+      return Status::IOError(fmt::format("{}: {}", what, ErrnoText(err)));
+  }
+}
+
+// Retries `call` while it fails with EINTR; returns its last result.
+template <typename Call>
+auto RetryOnEintr(Call call) {
+  auto rc = call();
+  while (rc == -1 && errno == EINTR) rc = call();
+  return rc;
+}
+
+// Closes on scope exit; close(2) errors on read-only descriptors carry no information.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ~ScopedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+Result<int> OpenForRead(const std::string& path) {
+  int fd = RetryOnEintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
+  if (fd < 0) return ErrnoStatus("open", path, errno);
+  return fd;
+}
+
+// Size of the regular file open at `fd`; NotFound for a directory.
+Result<int64_t> RegularFileSize(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoStatus("fstat", path, errno);
+  if (S_ISDIR(st.st_mode)) return Status::NotFound(fmt::format("'{}' is a directory", path));
+  return static_cast<int64_t>(st.st_size);
+}
+
+// Reads up to `length` bytes at `offset`; stops early at end of file.
+Result<Buffer> PreadBuffer(int fd, const std::string& path, int64_t offset, int64_t length) {
+  BufferBuilder builder;
+  builder.Resize(length);
+  int64_t done = 0;
+  while (done < length) {
+    ssize_t n = RetryOnEintr([&] {
+      return ::pread(fd, builder.mutable_data() + done, static_cast<size_t>(length - done),
+                     static_cast<off_t>(offset + done));
+    });
+    if (n < 0) return ErrnoStatus("read", path, errno);
+    if (n == 0) break;
+    done += n;
+  }
+  builder.Resize(done);
+  return builder.Finish();
+}
+
+class PosixWritableFile final : public WritableFile {
+ public:
+  PosixWritableFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~PosixWritableFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  Status Append(std::string_view data) override {
+    if (fd_ < 0) return Closed("append");
+    const char* p = data.data();
+    size_t left = data.size();
+    while (left > 0) {
+      ssize_t n = RetryOnEintr([&] { return ::write(fd_, p, left); });
+      if (n < 0) return ErrnoStatus("write", path_, errno);
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    return Status::OK();
+  }
+
+  Status Sync() override {
+    if (fd_ < 0) return Closed("sync");
+    if (RetryOnEintr([&] { return ::fdatasync(fd_); }) != 0) {
+      return ErrnoStatus("fdatasync", path_, errno);
+    }
+    return Status::OK();
+  }
+
+  Status Close() override {
+    if (fd_ < 0) return Closed("close");
+    int fd = std::exchange(fd_, -1);
+    // Linux always releases the descriptor, even on EINTR, so close is never retried.
+    if (::close(fd) != 0 && errno != EINTR) return ErrnoStatus("close", path_, errno);
+    return Status::OK();
+  }
+
+  const std::string& path() const override { return path_; }
+
+ private:
+  Status Closed(std::string_view op) const {
+    return Status::InvalidArgument(fmt::format("{} '{}': file is closed", op, path_));
+  }
+
+  int fd_;
+  std::string path_;
+};
+
+class PosixFileSystemImpl final : public FileSystem {
+ public:
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
+                                                        OpenMode mode) override {
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+    switch (mode) {
+      case OpenMode::kCreateOrTruncate:
+        flags |= O_TRUNC;
+        break;
+      case OpenMode::kCreateNew:
+        flags |= O_EXCL;
+        break;
+      case OpenMode::kAppend:
+        flags |= O_APPEND;
+        break;
+    }
+    int fd = RetryOnEintr([&] { return ::open(path.c_str(), flags, 0644); });
+    if (fd < 0) return ErrnoStatus("open for write", path, errno);
+    return std::unique_ptr<WritableFile>(std::make_unique<PosixWritableFile>(fd, path));
+  }
+
+  Result<Buffer> ReadFile(const std::string& path) override {
+    STRATA_ASSIGN_OR_RETURN(int raw_fd, OpenForRead(path));
+    ScopedFd fd(raw_fd);
+    STRATA_ASSIGN_OR_RETURN(int64_t size, RegularFileSize(fd.get(), path));
+    return PreadBuffer(fd.get(), path, 0, size);
+  }
+
+  Result<Buffer> ReadRange(const std::string& path, int64_t offset, int64_t length) override {
+    if (offset < 0 || length < 0) {
+      return Status::InvalidArgument(
+          fmt::format("read '{}': negative offset {} or length {}", path, offset, length));
+    }
+    STRATA_ASSIGN_OR_RETURN(int raw_fd, OpenForRead(path));
+    ScopedFd fd(raw_fd);
+    STRATA_ASSIGN_OR_RETURN(int64_t size, RegularFileSize(fd.get(), path));
+    if (offset > size) {
+      return Status::InvalidArgument(
+          fmt::format("read '{}': offset {} is past the end ({} bytes)", path, offset, size));
+    }
+    return PreadBuffer(fd.get(), path, offset, std::min(length, size - offset));
+  }
+
+  Result<Buffer> MapFile(const std::string& path) override {
+    STRATA_ASSIGN_OR_RETURN(int raw_fd, OpenForRead(path));
+    ScopedFd fd(raw_fd);
+    STRATA_ASSIGN_OR_RETURN(int64_t size, RegularFileSize(fd.get(), path));
+    if (size == 0) return Buffer::Copy("", 0);  // mmap rejects empty mappings
+    void* addr = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd.get(), 0);
+    if (addr == MAP_FAILED) return ErrnoStatus("mmap", path, errno);
+    // The mapping outlives the descriptor; the Buffer's owner unmaps it.
+    std::shared_ptr<const void> owner(
+        addr, [size](const void* p) { ::munmap(const_cast<void*>(p), static_cast<size_t>(size)); });
+    return Buffer(static_cast<const uint8_t*>(addr), size, std::move(owner));
+  }
+
+  Result<FileStatus> Stat(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path, errno);
+    FileStatus out;
+    out.is_directory = S_ISDIR(st.st_mode);
+    out.size = static_cast<int64_t>(st.st_size);
+    return out;
+  }
+
+  Status RenameFile(const std::string& from, const std::string& to) override {
+    if (RetryOnEintr([&] { return ::rename(from.c_str(), to.c_str()); }) != 0) {
+      return ErrnoStatus("rename", fmt::format("{}' to '{}", from, to), errno);
+    }
+    return Status::OK();
+  }
+
+  Status LinkFile(const std::string& from, const std::string& to) override {
+    if (RetryOnEintr([&] { return ::link(from.c_str(), to.c_str()); }) != 0) {
+      return ErrnoStatus("link", fmt::format("{}' to '{}", from, to), errno);
+    }
+    return Status::OK();
+  }
+
+  Status DeleteFile(const std::string& path) override {
+    if (RetryOnEintr([&] { return ::unlink(path.c_str()); }) != 0) {
+      if (errno == EISDIR) return Status::NotFound(fmt::format("'{}' is a directory", path));
+      return ErrnoStatus("unlink", path, errno);
+    }
+    return Status::OK();
+  }
+
+  Status CreateDirs(const std::string& path, std::vector<std::string>* created) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return Status::OK();
+    size_t pos = 0;
+    while (pos < path.size()) {
+      size_t slash = path.find('/', pos + 1);
+      if (slash == std::string::npos) slash = path.size();
+      std::string dir = path.substr(0, slash);
+      pos = slash;
+      if (dir.empty() || dir.back() == '/') continue;  // leading or doubled '/'
+      if (RetryOnEintr([&] { return ::mkdir(dir.c_str(), 0755); }) == 0) {
+        if (created != nullptr) created->push_back(dir);
+        continue;
+      }
+      int err = errno;
+      if (err != EEXIST) return ErrnoStatus("mkdir", dir, err);
+      if (::stat(dir.c_str(), &st) != 0) return ErrnoStatus("stat", dir, errno);
+      if (!S_ISDIR(st.st_mode)) {
+        return Status::IOError(fmt::format("mkdir '{}': {}", dir, ErrnoText(ENOTDIR)));
+      }
+    }
+    return Status::OK();
+  }
+
+  Status DeleteDir(const std::string& path) override {
+    if (RetryOnEintr([&] { return ::rmdir(path.c_str()); }) != 0) {
+      return ErrnoStatus("rmdir", path, errno);
+    }
+    return Status::OK();
+  }
+
+  Status RemoveTree(const std::string& path) override {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return Status::OK();
+      return ErrnoStatus("lstat", path, errno);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoStatus("unlink", path, errno);
+      return Status::OK();
+    }
+    std::vector<std::string> children;
+    STRATA_RETURN_IF_ERROR(ReadDirNames(path, &children));
+    for (const std::string& child : children) {
+      STRATA_RETURN_IF_ERROR(RemoveTree(JoinPath(path, child)));
+    }
+    if (::rmdir(path.c_str()) != 0 && errno != ENOENT) return ErrnoStatus("rmdir", path, errno);
+    return Status::OK();
+  }
+
+  Status SyncDir(const std::string& path) override {
+    int raw_fd =
+        RetryOnEintr([&] { return ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
+    if (raw_fd < 0) return ErrnoStatus("open directory", path, errno);
+    ScopedFd fd(raw_fd);
+    if (RetryOnEintr([&] { return ::fsync(fd.get()); }) != 0) {
+      return ErrnoStatus("fsync directory", path, errno);
+    }
+    return Status::OK();
+  }
+
+  Result<std::vector<FileEntry>> ListFiles(const std::string& dir) override {
+    STRATA_ASSIGN_OR_RETURN(FileStatus st, Stat(dir));
+    if (!st.is_directory) return Status::NotFound(fmt::format("'{}' is not a directory", dir));
+    std::vector<FileEntry> out;
+    STRATA_RETURN_IF_ERROR(ListInto(dir, "", &out));
+    std::sort(out.begin(), out.end(), [](const FileEntry& a, const FileEntry& b) {
+      return a.relative_path < b.relative_path;
+    });
+    return out;
+  }
+
+ private:
+  // The names in `dir`, without "." and "..". A directory that vanished reads as empty.
+  static Status ReadDirNames(const std::string& dir, std::vector<std::string>* names) {
+    DIR* d = ::opendir(dir.c_str());  // glibc opens it O_CLOEXEC
+    if (d == nullptr) {
+      if (errno == ENOENT) return Status::OK();
+      return ErrnoStatus("opendir", dir, errno);
+    }
+    errno = 0;
+    while (struct dirent* entry = ::readdir(d)) {
+      std::string_view name = entry->d_name;
+      if (name != "." && name != "..") names->emplace_back(name);
+      errno = 0;
+    }
+    int err = errno;
+    ::closedir(d);
+    if (err != 0) return ErrnoStatus("readdir", dir, err);
+    return Status::OK();
+  }
+
+  static Status ListInto(const std::string& dir, const std::string& relative,
+                         std::vector<FileEntry>* out) {
+    std::vector<std::string> names;
+    STRATA_RETURN_IF_ERROR(ReadDirNames(dir, &names));
+    for (const std::string& name : names) {
+      std::string path = JoinPath(dir, name);
+      std::string rel = relative.empty() ? name : JoinPath(relative, name);
+      struct stat st;
+      if (::stat(path.c_str(), &st) != 0) {
+        if (errno == ENOENT) continue;  // removed while listing
+        return ErrnoStatus("stat", path, errno);
+      }
+      if (S_ISDIR(st.st_mode)) {
+        STRATA_RETURN_IF_ERROR(ListInto(path, rel, out));
+      } else if (S_ISREG(st.st_mode)) {
+        out->push_back({std::move(rel), static_cast<int64_t>(st.st_size)});
+      }
+    }
+    return Status::OK();
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<FileSystem> PosixFileSystem() {
+  static const std::shared_ptr<FileSystem> fs = std::make_shared<PosixFileSystemImpl>();
+  return fs;
+}
+
+}  // namespace strata::io

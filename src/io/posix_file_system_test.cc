@@ -1,0 +1,94 @@
+// What only the real file system can show: ENOSPC, errno text, close-on-exec, mappings.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "io/file_system.h"
+#include "support/temp_dir.h"
+
+namespace strata::io {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The descriptor this process has open on `path`, or -1.
+int FindOpenDescriptor(const std::string& path) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    std::filesystem::path target = std::filesystem::read_symlink(entry.path(), ec);
+    if (!ec && target == path) return std::stoi(entry.path().filename().string());
+  }
+  return -1;
+}
+
+// True when /proc/self/maps shows a mapping of `path`.
+bool IsMapped(const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.size() >= path.size() &&
+        line.compare(line.size() - path.size(), path.size(), path) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST(PosixFileSystemTest, FullDeviceReportsNoSpaceLeftOnDevice) {
+  auto file = PosixFileSystem()->NewWritableFile("/dev/full", OpenMode::kAppend);
+  ASSERT_TRUE(file.ok()) << file.status();
+  Status s = (*file)->Append(std::string(4096, 'x'));
+  EXPECT_TRUE(s.IsIOError()) << s;
+  EXPECT_TRUE(IsNoSpace(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("/dev/full"));
+  EXPECT_THAT(s.message(), HasSubstr("no space left on device"));
+}
+
+TEST(PosixFileSystemTest, ErrorsNameTheOperationPathAndErrnoText) {
+  strata::testing::TempDir dir("posix");
+  std::string missing = (dir / "missing").string();
+  Status s = PosixFileSystem()->ReadFile(missing).status();
+  EXPECT_TRUE(s.IsNotFound());
+  EXPECT_THAT(s.message(), HasSubstr(missing));
+  EXPECT_THAT(s.message(), HasSubstr("No such file or directory"));
+  Status rename = PosixFileSystem()->RenameFile(missing, (dir / "b").string());
+  EXPECT_THAT(rename.message(), HasSubstr("rename '" + missing + "' to '"));
+  EXPECT_FALSE(IsNoSpace(s));
+}
+
+TEST(PosixFileSystemTest, WritableFilesAreOpenedCloseOnExec) {
+  strata::testing::TempDir dir("posix");
+  std::string path = std::filesystem::canonical(dir.path()).string() + "/f";
+  auto file = PosixFileSystem()->NewWritableFile(path, OpenMode::kCreateNew);
+  ASSERT_TRUE(file.ok()) << file.status();
+  int fd = FindOpenDescriptor(path);
+  ASSERT_GE(fd, 0);
+  EXPECT_TRUE(::fcntl(fd, F_GETFD) & FD_CLOEXEC);
+  ASSERT_TRUE((*file)->Close().ok());
+  EXPECT_EQ(FindOpenDescriptor(path), -1);
+}
+
+TEST(PosixFileSystemTest, MapFileKeepsTheMappingExactlyAsLongAsTheBuffer) {
+  strata::testing::TempDir dir("posix");
+  std::string path = std::filesystem::canonical(dir.path()).string() + "/mapped";
+  ASSERT_TRUE(PosixFileSystem()->WriteFile(path, std::string(1 << 16, 'm'), true).ok());
+  {
+    Result<Buffer> mapped = PosixFileSystem()->MapFile(path);
+    ASSERT_TRUE(mapped.ok()) << mapped.status();
+    EXPECT_TRUE(IsMapped(path));
+    Buffer copy = *mapped;  // shares the owner
+    mapped = Status::Internal("drop the first reference");
+    EXPECT_TRUE(IsMapped(path));
+    EXPECT_EQ(copy.view(), std::string(1 << 16, 'm'));
+  }
+  EXPECT_FALSE(IsMapped(path));
+}
+
+}  // namespace
+}  // namespace strata::io
