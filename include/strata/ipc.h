@@ -1,0 +1,282 @@
+// Arrow IPC: read and write record batches in Apache Arrow's stream and file formats.
+//
+// The bytes follow the Arrow columnar spec (IPC section, metadata version V5, little endian),
+// so files and streams are exchangeable with any Arrow implementation; docs/format/
+// arrow-ipc.md lists what strata writes, what it accepts and every check its readers make.
+//
+// Writers take an OutputStream they do not own; readers take a Buffer, an input callback or
+// a RandomAccessSource. Readers treat their input as untrusted: malformed bytes give
+// Corruption (naming the message, buffer and offset), unsupported features NotSupported,
+// and no input makes them read out of bounds or allocate more than ReadOptions allows.
+// Every array they return has passed Array::Validate().
+//
+// Thread safety: writers and StreamReader are used from one thread at a time. A FileReader
+// may serve ReadBatch / InspectBatch from many threads at once when its source allows it
+// (every source made here does). Output streams are not thread safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/buffer.h"
+#include "strata/object_store.h"
+#include "strata/record_batch.h"
+#include "strata/status.h"
+#include "strata/type.h"
+
+namespace strata::io {
+class FileSystem;
+}  // namespace strata::io
+
+namespace strata::ipc {
+
+// ---------------------------------------------------------------------------------------
+// Options
+
+enum class Compression { kNone, kLz4Frame, kZstd };
+
+// "none", "lz4_frame", "zstd".
+std::string_view CompressionName(Compression compression);
+
+struct WriteOptions {
+  // Per-buffer body compression (Arrow BodyCompression, method BUFFER). A buffer that does
+  // not get smaller is stored raw (length prefix -1); empty buffers stay empty.
+  Compression compression = Compression::kNone;
+  // zstd level, -7..22; the default 1 favours write speed.
+  int zstd_level = 1;
+  // Alignment, in bytes, of message starts and body buffers within the output: a power of
+  // two from 8 (the minimum Arrow allows) to 4096. The default 64 leaves every buffer of a
+  // mapped file cache-line aligned.
+  int alignment = 64;
+};
+
+struct ReadOptions {
+  // Also check that utf8 / large_utf8 values are valid UTF-8 (Array::ValidateFull()).
+  bool validate_full = false;
+  // Upper bound on the bytes one message (record or dictionary batch) may decompress to;
+  // a larger declared length is Corruption before anything is allocated.
+  int64_t max_decompressed_bytes = int64_t{2} << 30;
+  // Upper bound on one message's flatbuffer metadata (and on a file's footer).
+  int64_t max_metadata_bytes = int64_t{64} << 20;
+  // Flatbuffer verifier limits applied to every message and footer.
+  int max_flatbuffer_depth = 64;
+  int max_flatbuffer_tables = 1000000;
+};
+
+// ---------------------------------------------------------------------------------------
+// Output
+
+class OutputStream {
+ public:
+  virtual ~OutputStream() = default;
+  virtual Status Write(std::string_view bytes) = 0;
+  // Bytes written so far (the position of the next Write).
+  virtual int64_t Tell() const = 0;
+  // Hands buffered bytes to the underlying sink.
+  virtual Status Flush() = 0;
+  // Flushes and releases the sink; writes after Close fail.
+  virtual Status Close() = 0;
+};
+
+// Collects everything written in memory (64-byte aligned).
+class BufferOutputStream final : public OutputStream {
+ public:
+  BufferOutputStream() = default;
+  Status Write(std::string_view bytes) override;
+  int64_t Tell() const override { return builder_.size(); }
+  Status Flush() override { return Status::OK(); }
+  Status Close() override;
+  // The bytes written; the stream is left empty and reusable.
+  Buffer Finish() { return builder_.Finish(); }
+
+ private:
+  BufferBuilder builder_;
+  bool closed_ = false;
+};
+
+struct FileOutputOptions {
+  // fdatasync on Close() so the file's contents are durable (its name is not: sync the
+  // directory for that).
+  bool sync_on_close = true;
+};
+
+// Creates or truncates the file at `path` and writes to it with buffering. Through the
+// given FileSystem when one is passed (fault injection), else the POSIX one.
+Result<std::unique_ptr<OutputStream>> OpenFileOutputStream(
+    const std::string& path, FileOutputOptions options = {},
+    std::shared_ptr<io::FileSystem> fs = nullptr);
+
+// ---------------------------------------------------------------------------------------
+// Input
+
+// Positional reads of an immutable byte sequence. Implementations must allow concurrent
+// calls.
+class RandomAccessSource {
+ public:
+  virtual ~RandomAccessSource() = default;
+  virtual Result<int64_t> Size() = 0;
+  // Bytes [offset, offset + length): fewer only when the range passes the end.
+  // InvalidArgument for a negative offset or length.
+  virtual Result<Buffer> ReadAt(int64_t offset, int64_t length) = 0;
+};
+
+// Zero-copy slices of `buffer`.
+std::shared_ptr<RandomAccessSource> SourceFromBuffer(Buffer buffer);
+// GetRange() calls on the object (its size is looked up once, on first use). For reading a
+// whole object, SourceFromBuffer(store->Get(key)) is cheaper: local stores map large files.
+std::shared_ptr<RandomAccessSource> SourceFromObjectStore(std::shared_ptr<ObjectStore> store,
+                                                          std::string key);
+// Maps the file (through `fs` when given). The file must not be truncated or rewritten in
+// place while the source or any batch read from it lives.
+Result<std::shared_ptr<RandomAccessSource>> SourceFromFile(
+    const std::string& path, std::shared_ptr<io::FileSystem> fs = nullptr);
+
+// Reads up to `max_bytes` into `out`; returns how many were read, 0 only at the end.
+using InputCallback = std::function<Result<int64_t>(uint8_t* out, int64_t max_bytes)>;
+
+// ---------------------------------------------------------------------------------------
+// Stream format: schema message, then dictionary and record batch messages, then the
+// end-of-stream marker.
+
+class StreamWriter {
+ public:
+  // Writes the schema message. `out` must outlive the writer.
+  static Result<std::unique_ptr<StreamWriter>> Make(OutputStream* out, SchemaPtr schema,
+                                                    WriteOptions options = {});
+  ~StreamWriter();
+  StreamWriter(const StreamWriter&) = delete;
+  StreamWriter& operator=(const StreamWriter&) = delete;
+
+  // InvalidArgument unless the batch has the writer's schema (field metadata aside). Writes
+  // the dictionary batches the batch needs first: none while its dictionaries match what was
+  // sent, a delta when they extend it, a replacement otherwise. `batch_metadata` becomes the
+  // message's custom_metadata.
+  Status WriteBatch(const RecordBatch& batch, const KeyValueMetadata& batch_metadata = {});
+  // Writes the end-of-stream marker and flushes `out` (which stays open).
+  Status Close();
+
+ private:
+  struct Impl;
+  explicit StreamWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+class StreamReader {
+ public:
+  // Reads the schema message. The buffer is referenced, not copied: batches are zero-copy
+  // slices of it where alignment allows.
+  static Result<std::unique_ptr<StreamReader>> Open(Buffer stream, ReadOptions options = {});
+  static Result<std::unique_ptr<StreamReader>> Open(InputCallback input, ReadOptions options = {});
+  ~StreamReader();
+  StreamReader(const StreamReader&) = delete;
+  StreamReader& operator=(const StreamReader&) = delete;
+
+  const SchemaPtr& schema() const;
+  // The next record batch, after applying any dictionary batches before it; std::nullopt
+  // at the end-of-stream marker or when the input ends cleanly between messages. After an
+  // error every later call returns that error.
+  Result<std::optional<RecordBatch>> Next();
+
+ private:
+  struct Impl;
+  explicit StreamReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---------------------------------------------------------------------------------------
+// File format: "ARROW1\0\0", the stream format, a footer indexing every message, its length
+// and "ARROW1".
+
+class FileWriter {
+ public:
+  // Writes the magic and the schema message. `out` must outlive the writer.
+  static Result<std::unique_ptr<FileWriter>> Make(OutputStream* out, SchemaPtr schema,
+                                                  WriteOptions options = {});
+  ~FileWriter();
+  FileWriter(const FileWriter&) = delete;
+  FileWriter& operator=(const FileWriter&) = delete;
+
+  // As StreamWriter::WriteBatch, except that dictionaries are never replaced (the file
+  // format forbids it): each dictionary is the union of the values of all batches so far,
+  // new values are sent as deltas and indices are rewritten when a batch's dictionary
+  // orders its values differently. InvalidArgument when the union outgrows the index type.
+  Status WriteBatch(const RecordBatch& batch, const KeyValueMetadata& batch_metadata = {});
+  // Writes the end-of-stream marker, the footer (with `footer_metadata` as its
+  // custom_metadata) and the trailing magic, then flushes `out` (which stays open).
+  Status Close(const KeyValueMetadata& footer_metadata = {});
+
+  int num_batches() const;
+
+ private:
+  struct Impl;
+  explicit FileWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// What a file says about one of its record batches, without decoding it.
+struct ColumnInfo {
+  // Body bytes of the column's buffers as stored (compressed, with length prefixes).
+  int64_t stored_bytes = 0;
+  // The same buffers after decompression, as their length prefixes declare (not verified,
+  // since nothing is decompressed; sums saturate at INT64_MAX).
+  int64_t uncompressed_bytes = 0;
+};
+
+struct BatchInfo {
+  int64_t offset = 0;  // of the message in the file
+  int64_t metadata_length = 0;
+  int64_t body_length = 0;
+  int64_t num_rows = 0;
+  Compression compression = Compression::kNone;
+  std::vector<ColumnInfo> columns;  // one per schema field
+  KeyValueMetadata custom_metadata;
+};
+
+class FileReader {
+ public:
+  // Reads and verifies the trailer, the footer and every dictionary batch.
+  static Result<std::unique_ptr<FileReader>> Open(std::shared_ptr<RandomAccessSource> source,
+                                                  ReadOptions options = {});
+  ~FileReader();
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+
+  const SchemaPtr& schema() const;
+  int num_batches() const;
+  int num_dictionaries() const;
+  const KeyValueMetadata& footer_metadata() const;
+
+  // Batch i (0 <= i < num_batches(), InvalidArgument otherwise).
+  Result<RecordBatch> ReadBatch(int i) const;
+  // Batch i restricted to `columns` (schema field indices, in the order given; the batch's
+  // schema is schema()->Project(columns)). Reads and decompresses only those columns'
+  // buffers.
+  Result<RecordBatch> ReadBatch(int i, const std::vector<int>& columns) const;
+  Result<std::vector<RecordBatch>> ReadAll() const;
+  // Sizes and compression of batch i, from its metadata and its buffers' length prefixes.
+  Result<BatchInfo> InspectBatch(int i) const;
+
+ private:
+  struct Impl;
+  explicit FileReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Convenience
+
+Result<Buffer> WriteStreamToBuffer(const SchemaPtr& schema, const std::vector<RecordBatch>& batches,
+                                   const WriteOptions& options = {});
+Result<Buffer> WriteFileToBuffer(const SchemaPtr& schema, const std::vector<RecordBatch>& batches,
+                                 const WriteOptions& options = {});
+// Every batch of a stream (zero-copy where alignment allows).
+Result<std::vector<RecordBatch>> ReadStream(Buffer stream, const ReadOptions& options = {});
+// Every batch of a file held in memory.
+Result<std::vector<RecordBatch>> ReadFile(Buffer file, const ReadOptions& options = {});
+
+}  // namespace strata::ipc

@@ -1,0 +1,253 @@
+// Arrow IPC stream and file writers: schema message, dictionary and record batch messages,
+// end-of-stream marker, and for files the magic and the footer.
+#include <fmt/format.h>
+
+#include <cstring>
+#include <limits>
+
+#include "columnar/ipc_internal.h"
+
+namespace strata::ipc {
+
+using internal::EncodedBody;
+using internal::LayoutPlan;
+using internal::WriterDictionaries;
+using internal::WrittenBlock;
+namespace fb = internal::fb;
+
+namespace {
+
+Status CheckOptions(const WriteOptions& options) {
+  const int a = options.alignment;
+  if (a < 8 || a > 4096 || (a & (a - 1)) != 0) {
+    return Status::InvalidArgument(
+        fmt::format("IPC alignment must be a power of two from 8 to 4096, not {}", a));
+  }
+  if (options.compression == Compression::kZstd &&
+      (options.zstd_level < -7 || options.zstd_level > 22)) {
+    return Status::InvalidArgument(
+        fmt::format("zstd level must be within -7..22, not {}", options.zstd_level));
+  }
+  return Status::OK();
+}
+
+// The writing shared by the stream and file formats.
+class MessageWriter {
+ public:
+  MessageWriter(OutputStream* out, SchemaPtr schema, WriteOptions options, LayoutPlan plan,
+                bool file_format)
+      : out_(out),
+        schema_(std::move(schema)),
+        options_(options),
+        plan_(std::move(plan)),
+        dictionaries_(&plan_, /*unify=*/file_format) {}
+
+  static Result<std::unique_ptr<MessageWriter>> Make(OutputStream* out, SchemaPtr schema,
+                                                     const WriteOptions& options,
+                                                     bool file_format) {
+    if (out == nullptr) return Status::InvalidArgument("IPC writer needs an output stream");
+    if (schema == nullptr) return Status::InvalidArgument("IPC writer needs a schema");
+    STRATA_RETURN_IF_ERROR(CheckOptions(options));
+    STRATA_ASSIGN_OR_RETURN(LayoutPlan plan, internal::PlanSchema(*schema));
+    return std::make_unique<MessageWriter>(out, std::move(schema), options, std::move(plan),
+                                           file_format);
+  }
+
+  Status WriteSchema() {
+    flatbuffers::FlatBufferBuilder fbb(1024);
+    auto schema = internal::SchemaToFlatbuffer(fbb, *schema_, plan_);
+    fbb.Finish(fb::CreateMessage(fbb, fb::MetadataVersion::V5, fb::MessageHeader::Schema,
+                                 schema.Union(), 0));
+    return Track(internal::WriteMessageMetadata(out_, fbb, options_.alignment).status());
+  }
+
+  Status WriteBatch(const RecordBatch& batch, const KeyValueMetadata& batch_metadata) {
+    STRATA_RETURN_IF_ERROR(Usable());
+    if (batch.schema() == nullptr || !batch.schema()->Equals(*schema_, /*check_metadata=*/false)) {
+      return Status::InvalidArgument(
+          fmt::format("record batch schema differs from the writer's:\n{}\nexpected:\n{}",
+                      batch.schema() ? batch.schema()->ToString() : "(none)", schema_->ToString()));
+    }
+    // Encode everything first: a batch that cannot be encoded writes nothing.
+    STRATA_ASSIGN_OR_RETURN(WriterDictionaries::Prepared prepared, dictionaries_.Prepare(batch));
+    std::vector<EncodedBody> dictionary_bodies;
+    for (const WriterDictionaries::Message& m : prepared.messages) {
+      LayoutPlan value_plan = internal::PlanSingleType(m.values.type());
+      STRATA_ASSIGN_OR_RETURN(EncodedBody body,
+                              internal::EncodeBody({m.values}, value_plan, nullptr, options_));
+      dictionary_bodies.push_back(std::move(body));
+    }
+    STRATA_ASSIGN_OR_RETURN(EncodedBody body,
+                            internal::EncodeBody(batch.columns(), plan_, &prepared, options_));
+    for (size_t i = 0; i < prepared.messages.size(); ++i) {
+      const WriterDictionaries::Message& m = prepared.messages[i];
+      Result<WrittenBlock> block = internal::WriteBatchMessage(
+          out_, m.values.length(), dictionary_bodies[i], options_, m.id, m.is_delta, {});
+      STRATA_RETURN_IF_ERROR(Track(block.status()));
+      dictionary_blocks_.push_back(*block);
+    }
+    Result<WrittenBlock> block = internal::WriteBatchMessage(out_, batch.num_rows(), body, options_,
+                                                             std::nullopt, false, batch_metadata);
+    STRATA_RETURN_IF_ERROR(Track(block.status()));
+    record_blocks_.push_back(*block);
+    dictionaries_.Commit(prepared);
+    return Status::OK();
+  }
+
+  // End-of-stream marker: continuation and a zero length.
+  Status WriteEndOfStream() {
+    STRATA_RETURN_IF_ERROR(Usable());
+    const uint32_t eos[2] = {internal::kContinuation, 0};
+    return Track(out_->Write(std::string_view(reinterpret_cast<const char*>(eos), 8)));
+  }
+
+  Status WriteFooterAndMagic(const KeyValueMetadata& footer_metadata) {
+    STRATA_RETURN_IF_ERROR(Usable());
+    flatbuffers::FlatBufferBuilder fbb(1024);
+    auto schema = internal::SchemaToFlatbuffer(fbb, *schema_, plan_);
+    auto to_blocks = [](const std::vector<WrittenBlock>& written) {
+      std::vector<fb::Block> blocks;
+      blocks.reserve(written.size());
+      for (const WrittenBlock& b : written) {
+        blocks.emplace_back(b.offset, b.metadata_length, b.body_length);
+      }
+      return blocks;
+    };
+    auto dictionaries = fbb.CreateVectorOfStructs(to_blocks(dictionary_blocks_));
+    auto batches = fbb.CreateVectorOfStructs(to_blocks(record_blocks_));
+    auto metadata = internal::MetadataToFlatbuffer(fbb, footer_metadata);
+    fbb.Finish(
+        fb::CreateFooter(fbb, fb::MetadataVersion::V5, schema, dictionaries, batches, metadata));
+    const int64_t size = fbb.GetSize();
+    if (size > std::numeric_limits<int32_t>::max()) {
+      return Track(Status::InvalidArgument(
+          fmt::format("IPC file footer of {} bytes exceeds the int32 limit", size)));
+    }
+    const int32_t size32 = static_cast<int32_t>(size);
+    char trailer[internal::kFileTrailerLength];
+    std::memcpy(trailer, &size32, 4);
+    std::memcpy(trailer + 4, internal::kMagic, internal::kMagicLength);
+    STRATA_RETURN_IF_ERROR(Track(out_->Write(
+        std::string_view(reinterpret_cast<const char*>(fbb.GetBufferPointer()), size))));
+    return Track(out_->Write(std::string_view(trailer, sizeof(trailer))));
+  }
+
+  Status Finish() {
+    STRATA_RETURN_IF_ERROR(Usable());
+    closed_ = true;
+    return Track(out_->Flush());
+  }
+
+  OutputStream* out() const { return out_; }
+  int num_batches() const { return static_cast<int>(record_blocks_.size()); }
+
+ private:
+  // Any failed write leaves the output in an unknown state: later calls report it.
+  Status Track(Status st) {
+    if (!st.ok() && error_.ok()) error_ = st;
+    return st;
+  }
+  Status Usable() const {
+    if (!error_.ok()) return error_.WithContext("IPC writer failed earlier");
+    if (closed_) return Status::InvalidArgument("IPC writer is closed");
+    return Status::OK();
+  }
+
+  OutputStream* out_;
+  SchemaPtr schema_;
+  WriteOptions options_;
+  LayoutPlan plan_;
+  WriterDictionaries dictionaries_;
+  std::vector<WrittenBlock> dictionary_blocks_;
+  std::vector<WrittenBlock> record_blocks_;
+  Status error_;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// StreamWriter
+
+struct StreamWriter::Impl {
+  std::unique_ptr<MessageWriter> writer;
+};
+
+StreamWriter::StreamWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+StreamWriter::~StreamWriter() = default;
+
+Result<std::unique_ptr<StreamWriter>> StreamWriter::Make(OutputStream* out, SchemaPtr schema,
+                                                         WriteOptions options) {
+  auto impl = std::make_unique<Impl>();
+  STRATA_ASSIGN_OR_RETURN(impl->writer,
+                          MessageWriter::Make(out, std::move(schema), options, false));
+  STRATA_RETURN_IF_ERROR(impl->writer->WriteSchema());
+  return std::unique_ptr<StreamWriter>(new StreamWriter(std::move(impl)));
+}
+
+Status StreamWriter::WriteBatch(const RecordBatch& batch, const KeyValueMetadata& batch_metadata) {
+  return impl_->writer->WriteBatch(batch, batch_metadata);
+}
+
+Status StreamWriter::Close() {
+  STRATA_RETURN_IF_ERROR(impl_->writer->WriteEndOfStream());
+  return impl_->writer->Finish();
+}
+
+// ---------------------------------------------------------------------------------------
+// FileWriter
+
+struct FileWriter::Impl {
+  std::unique_ptr<MessageWriter> writer;
+};
+
+FileWriter::FileWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+FileWriter::~FileWriter() = default;
+
+Result<std::unique_ptr<FileWriter>> FileWriter::Make(OutputStream* out, SchemaPtr schema,
+                                                     WriteOptions options) {
+  auto impl = std::make_unique<Impl>();
+  STRATA_ASSIGN_OR_RETURN(impl->writer, MessageWriter::Make(out, std::move(schema), options, true));
+  // The magic padded to 8 bytes, so the first message starts aligned.
+  char header[internal::kFileHeaderLength] = {};
+  std::memcpy(header, internal::kMagic, internal::kMagicLength);
+  STRATA_RETURN_IF_ERROR(out->Write(std::string_view(header, sizeof(header))));
+  STRATA_RETURN_IF_ERROR(impl->writer->WriteSchema());
+  return std::unique_ptr<FileWriter>(new FileWriter(std::move(impl)));
+}
+
+Status FileWriter::WriteBatch(const RecordBatch& batch, const KeyValueMetadata& batch_metadata) {
+  return impl_->writer->WriteBatch(batch, batch_metadata);
+}
+
+Status FileWriter::Close(const KeyValueMetadata& footer_metadata) {
+  // The end-of-stream marker keeps the file readable by stream readers that skip the magic.
+  STRATA_RETURN_IF_ERROR(impl_->writer->WriteEndOfStream());
+  STRATA_RETURN_IF_ERROR(impl_->writer->WriteFooterAndMagic(footer_metadata));
+  return impl_->writer->Finish();
+}
+
+int FileWriter::num_batches() const { return impl_->writer->num_batches(); }
+
+// ---------------------------------------------------------------------------------------
+// Convenience
+
+Result<Buffer> WriteStreamToBuffer(const SchemaPtr& schema, const std::vector<RecordBatch>& batches,
+                                   const WriteOptions& options) {
+  BufferOutputStream out;
+  STRATA_ASSIGN_OR_RETURN(auto writer, StreamWriter::Make(&out, schema, options));
+  for (const RecordBatch& batch : batches) STRATA_RETURN_IF_ERROR(writer->WriteBatch(batch));
+  STRATA_RETURN_IF_ERROR(writer->Close());
+  return out.Finish();
+}
+
+Result<Buffer> WriteFileToBuffer(const SchemaPtr& schema, const std::vector<RecordBatch>& batches,
+                                 const WriteOptions& options) {
+  BufferOutputStream out;
+  STRATA_ASSIGN_OR_RETURN(auto writer, FileWriter::Make(&out, schema, options));
+  for (const RecordBatch& batch : batches) STRATA_RETURN_IF_ERROR(writer->WriteBatch(batch));
+  STRATA_RETURN_IF_ERROR(writer->Close());
+  return out.Finish();
+}
+
+}  // namespace strata::ipc
