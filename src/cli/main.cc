@@ -1,10 +1,19 @@
 // The `strata` command line tool.
 #include <CLI/CLI.hpp>
 
+#include "arrow_commands.h"
+
 int main(int argc, char** argv) {
   CLI::App app{"strata: storage engine for agent memory, rollouts and event logs"};
   app.set_version_flag("--version", std::string("strata ") + STRATA_VERSION);
-  app.require_subcommand(0, 1);
-  CLI11_PARSE(app, argc, argv);
-  return 0;
+  app.require_subcommand(1);
+  int exit_code = 0;
+  strata::cli::AddArrowCommands(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; usage errors exit 2, as is customary for CLIs.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return exit_code;
 }

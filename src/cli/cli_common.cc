@@ -1,0 +1,69 @@
+// Error reporting, column parsing and progress display for the CLI.
+#include "cli_common.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace strata::cli {
+
+int ReportError(const Status& status) {
+  std::fprintf(stderr, "strata: error: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+std::vector<std::string> SplitColumns(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    size_t b = item.find_first_not_of(" \t");
+    size_t e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string FormatBytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+Progress::Progress(std::string what, int64_t total_bytes)
+    : what_(std::move(what)),
+      total_bytes_(total_bytes),
+      enabled_(::isatty(STDERR_FILENO) == 1),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
+
+void Progress::Update(int64_t rows, int64_t bytes) {
+  if (!enabled_) return;
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_draw_ < std::chrono::milliseconds(200)) return;
+  last_draw_ = now;
+  double secs = std::chrono::duration<double>(now - start_).count();
+  std::string pct =
+      total_bytes_ > 0 ? fmt::format(" {:3.0f}%", 100.0 * bytes / total_bytes_) : std::string();
+  std::fprintf(stderr, "\r%s%s  %lld rows  %s  %.1f MB/s   ", what_.c_str(), pct.c_str(),
+               static_cast<long long>(rows), FormatBytes(bytes).c_str(),
+               secs > 0 ? bytes / secs / 1e6 : 0.0);
+  std::fflush(stderr);
+}
+
+void Progress::Finish() {
+  if (!enabled_) return;
+  std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+}
+
+}  // namespace strata::cli
