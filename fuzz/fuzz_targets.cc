@@ -1,0 +1,25 @@
+// The table of fuzz targets (see fuzz_targets.h); a new target gets a row here.
+#include "fuzz_targets.h"
+
+#include <array>
+
+namespace strata::fuzz {
+namespace {
+
+constexpr std::array kTargets = {
+    FuzzTarget{"ipc_stream_fuzz", FuzzIpcStream},
+    FuzzTarget{"ipc_file_fuzz", FuzzIpcFile},
+};
+
+}  // namespace
+
+std::span<const FuzzTarget> FuzzTargets() { return kTargets; }
+
+const FuzzTarget* FindFuzzTarget(std::string_view name) {
+  for (const FuzzTarget& target : kTargets) {
+    if (target.name == name) return &target;
+  }
+  return nullptr;
+}
+
+}  // namespace strata::fuzz
