@@ -9,6 +9,7 @@ namespace {
 constexpr std::array kTargets = {
     FuzzTarget{"ipc_stream_fuzz", FuzzIpcStream},
     FuzzTarget{"ipc_file_fuzz", FuzzIpcFile},
+    FuzzTarget{"expr_parse_fuzz", FuzzExprParse},
 };
 
 }  // namespace

@@ -32,4 +32,8 @@ Status FuzzIpcStream(std::span<const uint8_t> data);
 // Reads a file with ipc::FileReader: every batch, then a projection of each batch.
 Status FuzzIpcFile(std::span<const uint8_t> data);
 
+// Parses arbitrary text as a predicate, binds it to a fixed schema and evaluates it on a fixed
+// batch, checking printing, selection, pruning and key extraction agree.
+Status FuzzExprParse(std::span<const uint8_t> data);
+
 }  // namespace strata::fuzz
