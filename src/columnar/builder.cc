@@ -104,19 +104,9 @@ Array DictionaryIndices(const Array& dictionary_array) {
   return Array(std::move(out));
 }
 
-}  // namespace columnar_internal
-
-using columnar_internal::AppendBits;
-using columnar_internal::AppendSetBits;
-using columnar_internal::CheckSameType;
-using columnar_internal::CheckSliceBounds;
-using columnar_internal::MaxIndex;
-
-namespace {
-
 Result<Array> MakeArray(DataTypePtr type, int64_t length, int64_t null_count,
-                        std::vector<Buffer> buffers, std::vector<ArrayDataPtr> children = {},
-                        ArrayDataPtr dictionary = nullptr) {
+                        std::vector<Buffer> buffers, std::vector<ArrayDataPtr> children,
+                        ArrayDataPtr dictionary) {
   ArrayData data;
   data.type = std::move(type);
   data.length = length;
@@ -127,7 +117,14 @@ Result<Array> MakeArray(DataTypePtr type, int64_t length, int64_t null_count,
   return Array::Make(std::move(data));
 }
 
-}  // namespace
+}  // namespace columnar_internal
+
+using columnar_internal::AppendBits;
+using columnar_internal::AppendSetBits;
+using columnar_internal::CheckSameType;
+using columnar_internal::CheckSliceBounds;
+using columnar_internal::MakeArray;
+using columnar_internal::MaxIndex;
 
 // ---- ArrayBuilder ----
 

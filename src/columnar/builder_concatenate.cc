@@ -18,22 +18,10 @@
 namespace strata {
 
 using columnar_internal::DictionaryIndices;
+using columnar_internal::MakeArray;
 using columnar_internal::MaxIndex;
 
 namespace {
-
-Result<Array> MakeArray(DataTypePtr type, int64_t length, int64_t null_count,
-                        std::vector<Buffer> buffers, std::vector<ArrayDataPtr> children = {},
-                        ArrayDataPtr dictionary = nullptr) {
-  ArrayData data;
-  data.type = std::move(type);
-  data.length = length;
-  data.null_count = null_count;
-  data.buffers = std::move(buffers);
-  data.children = std::move(children);
-  data.dictionary = std::move(dictionary);
-  return Array::Make(std::move(data));
-}
 
 // A dictionary array with `indices`' rows and validity.
 Result<Array> Rewrap(const DataTypePtr& type, const Array& indices, ArrayDataPtr dictionary) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "strata/array.h"
 #include "strata/buffer.h"
@@ -30,6 +31,11 @@ Status CheckSameType(const Array& array, const DataType& expected, std::string_v
 
 // Largest index a dictionary index type can hold (int64 max for 64-bit types).
 int64_t MaxIndex(const DataType& index_type);
+
+// Array::Make over the given layout (validated).
+Result<Array> MakeArray(DataTypePtr type, int64_t length, int64_t null_count,
+                        std::vector<Buffer> buffers, std::vector<ArrayDataPtr> children = {},
+                        ArrayDataPtr dictionary = nullptr);
 
 // The index array of a dictionary array (same rows, offset and validity; no dictionary).
 Array DictionaryIndices(const Array& dictionary_array);

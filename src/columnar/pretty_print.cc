@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "columnar/json_text.h"
 #include "strata/array.h"
 #include "util/text_codec.h"
 
@@ -24,20 +25,15 @@ constexpr int64_t kEdgeItems = 10;
 enum class Quoting { kJson, kBare };
 
 void AppendEscaped(std::string* out, std::string_view s, Quoting quoting) {
-  if (quoting == Quoting::kJson) out->push_back('"');
+  if (quoting == Quoting::kJson) {
+    // The JSON codec's quoting, with invalid UTF-8 shown as U+FFFD.
+    json::internal::AppendQuoted(s, /*replace_invalid=*/true, out);
+    return;
+  }
+  // Bare table cells: only characters that would break the layout are escaped.
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"':
-        if (quoting == Quoting::kJson) {
-          out->append("\\\"");
-        } else {
-          out->push_back('"');
-        }
-        break;
-      case '\\':
-        out->append(quoting == Quoting::kJson ? "\\\\" : "\\");
-        break;
       case '\n':
         out->append("\\n");
         break;
@@ -47,12 +43,6 @@ void AppendEscaped(std::string* out, std::string_view s, Quoting quoting) {
       case '\t':
         out->append("\\t");
         break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
       default:
         if (c < 0x20 || c == 0x7F) {
           *out += fmt::format("\\u{:04x}", c);
@@ -61,7 +51,6 @@ void AppendEscaped(std::string* out, std::string_view s, Quoting quoting) {
         }
     }
   }
-  if (quoting == Quoting::kJson) out->push_back('"');
 }
 
 template <typename T>
