@@ -466,12 +466,21 @@ class Binder {
           rounded = std::ceil(d);
           break;
       }
-      STRATA_ASSIGN_OR_RETURN(std::optional<Scalar> coerced,
-                              Coerce(column, value_type, Scalar::Double(rounded)));
-      return CompareNode(op, std::move(column), *std::move(coerced));
+      Result<std::optional<Scalar>> coerced = Coerce(column, value_type, Scalar::Double(rounded));
+      return CompareWithCoerced(op, std::move(column), std::move(coerced));
     }
-    STRATA_ASSIGN_OR_RETURN(std::optional<Scalar> coerced, Coerce(column, value_type, literal));
-    return CompareNode(op, std::move(column), *std::move(coerced));
+    Result<std::optional<Scalar>> coerced = Coerce(column, value_type, literal);
+    return CompareWithCoerced(op, std::move(column), std::move(coerced));
+  }
+
+  // `coerced` holds a value here: fractions against integer columns were handled above.
+  static Result<BoundNodePtr> CompareWithCoerced(CompareOp op, BoundColumn column,
+                                                 Result<std::optional<Scalar>> coerced) {
+    if (!coerced.ok()) return coerced.status();
+    if (!coerced->has_value()) {
+      return Status::Internal(fmt::format("column '{}': literal lost in coercion", column.name));
+    }
+    return CompareNode(op, std::move(column), **coerced);
   }
 
   static BoundNodePtr CompareNode(CompareOp op, BoundColumn column, Scalar literal) {
