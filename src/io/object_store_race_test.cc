@@ -59,7 +59,7 @@ class PutIfAbsentThreadRaceTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(PutIfAbsentThreadRaceTest, EveryKeyHasExactlyOneWinnerWithItsWholePayload) {
   constexpr int kThreads = 4;
-  constexpr int kKeys = 200;
+  const int kKeys = 200 * strata::testing::StressScale();
   strata::testing::TempDir dir("race");
   std::shared_ptr<ObjectStore> store;
   LocalObjectStoreOptions options;
@@ -121,7 +121,7 @@ std::vector<int> ReadWins(const std::string& path) {
 }
 
 TEST(PutIfAbsentProcessRaceTest, TwoProcessesEachKeyHasExactlyOneWinnerAndNoTornObject) {
-  constexpr int kKeys = 1000;
+  const int kKeys = 1000 * strata::testing::StressScale();
   strata::testing::TempDir dir("process-race");
   const std::string root = (dir / "store").string();
   const std::vector<std::string> writers = {"process-A", "process-B"};

@@ -35,4 +35,12 @@ unsigned long long TestSeed() {
       std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
+int StressScale() {
+  const char* stress = std::getenv("STRATA_STRESS");
+  if (stress == nullptr || std::string(stress) != "1") return 1;
+  const char* scale = std::getenv("STRATA_STRESS_SCALE");
+  int value = scale ? std::atoi(scale) : 20;
+  return value > 0 ? value : 20;
+}
+
 }  // namespace strata::testing

@@ -26,4 +26,8 @@ class TempDir {
 // it (SCOPED_TRACE) so a failure can be replayed.
 unsigned long long TestSeed();
 
+// How much longer torture and stress tests run: 1 by default, $STRATA_STRESS_SCALE (or 20)
+// when STRATA_STRESS=1 (`scripts/test --stress`). Tests multiply their iteration counts by it.
+int StressScale();
+
 }  // namespace strata::testing
