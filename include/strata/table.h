@@ -1,0 +1,293 @@
+// Table: a versioned columnar table on an ObjectStore prefix (the LSM tree's base table).
+//
+// Every change commits a new immutable version (a manifest created with put-if-absent), so
+// readers never block writers and any kept version can be read again. Data lives in
+// fragments (Arrow IPC data files plus an optional deletion vector); a primary-key column,
+// when the schema declares one, gets a key index that is extended with every append. The
+// layout and every file type are described in docs/format/table.md.
+//
+// Concurrency: any number of Table handles, in any number of processes, may commit to one
+// table. A commit that loses the race for version N+1 is rebased on the newer versions and
+// retried (TableOptions::commit_retries times): appends never conflict; deletes merge their
+// deletion vectors; a delete of a fragment that a concurrent compaction rewrote (and a
+// compaction of a fragment a concurrent delete changed) fails with Status::Busy, which the
+// caller may retry. A Table handle is safe to use from many threads; each call reads the
+// version the handle was at when the call started, and a successful commit moves the handle
+// to the version it created.
+//
+// Errors: InvalidArgument for bad input (nothing is written), NotFound for a missing table
+// or version, Corruption when a file fails its checksum or structural checks, Busy for a
+// retryable commit conflict, IOError from storage.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/expr.h"
+#include "strata/ipc.h"
+#include "strata/object_store.h"
+#include "strata/record_batch.h"
+#include "strata/status.h"
+#include "strata/type.h"
+
+namespace strata::table {
+
+// Field metadata marking the primary-key column ("true", "1" or "yes", case-insensitive).
+// The key is "unenforced": appends do not check uniqueness. At most one column; it must be
+// non-nullable and of type utf8, large_utf8, int8..int64, uint8..uint32 or timestamp.
+inline constexpr std::string_view kPrimaryKeyMetadata = "strata:primary-key";
+
+// Name of the column Scan() adds when ScanOptions::with_row_address is set (uint64).
+inline constexpr std::string_view kRowAddressColumn = "_rowaddr";
+
+// A row address is (fragment id << 32) | offset of the row in its fragment. Addresses
+// change when compaction rewrites a fragment.
+inline constexpr uint64_t MakeRowAddress(uint32_t fragment_id, uint32_t offset) {
+  return (uint64_t{fragment_id} << 32) | offset;
+}
+inline constexpr uint32_t RowAddressFragment(uint64_t address) {
+  return static_cast<uint32_t>(address >> 32);
+}
+inline constexpr uint32_t RowAddressOffset(uint64_t address) {
+  return static_cast<uint32_t>(address);
+}
+
+// Reports progress of long operations: units done out of total (rows, for append and
+// compaction). Called from the calling thread.
+using ProgressCallback = std::function<void(int64_t done, int64_t total)>;
+
+struct TableOptions {
+  // Data file body compression.
+  ipc::Compression compression = ipc::Compression::kZstd;
+  // An append starts a new fragment after this many rows or (uncompressed) bytes.
+  int64_t max_rows_per_fragment = int64_t{1} << 20;
+  int64_t max_bytes_per_fragment = int64_t{256} << 20;
+  // Record batches in data files are cut at this many rows or uncompressed bytes, whichever
+  // comes first, so a point read decompresses little.
+  int64_t max_rows_per_batch = 8192;
+  int64_t max_bytes_per_batch = int64_t{1} << 20;
+  // How often a commit that lost the race for its version is rebased and retried.
+  int commit_retries = 20;
+  // Bytes of decoded data-file footers and key-index segments a handle keeps cached.
+  int64_t cache_bytes = int64_t{256} << 20;
+};
+
+struct ScanOptions {
+  // Columns to return, in this order; empty = every column of the schema.
+  std::vector<std::string> columns;
+  // A predicate in strata's expression language (docs/expressions.md); empty = all rows.
+  std::string filter;
+  // Rows to skip, then the most rows to return (after filtering).
+  int64_t offset = 0;
+  std::optional<int64_t> limit;
+  // Append the kRowAddressColumn column.
+  bool with_row_address = false;
+};
+
+// Batches of a scan, in fragment order and row order within a fragment. Batches are never
+// empty. Reads happen as Next() is called; the iterator keeps the version it started at.
+class BatchIterator {
+ public:
+  virtual ~BatchIterator() = default;
+  // The schema of every batch (projection plus the row-address column when asked).
+  virtual const SchemaPtr& schema() const = 0;
+  // The next batch, or std::nullopt at the end.
+  virtual Result<std::optional<RecordBatch>> Next() = 0;
+  // Every remaining batch.
+  Result<std::vector<RecordBatch>> ToBatches();
+};
+
+struct AppendResult {
+  uint64_t version = 0;
+  int64_t rows = 0;
+  int fragments = 0;
+  int64_t bytes_written = 0;  // data and index files
+};
+
+struct DeleteResult {
+  // Unchanged when nothing matched (no commit is made).
+  uint64_t version = 0;
+  int64_t rows_deleted = 0;
+};
+
+struct VersionInfo {
+  uint64_t version = 0;
+  int64_t timestamp_micros = 0;  // when it was committed
+  std::string operation;         // "create", "append", "delete", "compact", ...
+  uint64_t read_version = 0;     // the version the change was computed against
+  int64_t num_rows = 0;          // live rows
+  int64_t num_fragments = 0;
+};
+
+struct TableStats {
+  uint64_t version = 0;
+  int64_t num_rows = 0;  // live rows
+  int64_t num_deleted_rows = 0;
+  int64_t num_fragments = 0;
+  int64_t num_data_files = 0;
+  int64_t num_deletion_files = 0;
+  int64_t data_bytes = 0;  // data files as stored
+  int64_t num_index_segments = 0;
+  int64_t unindexed_fragments = 0;  // fragments the key index does not cover
+};
+
+struct CompactionOptions {
+  // Fragments with fewer live rows are merged with their neighbours, up to this many rows.
+  int64_t target_rows_per_fragment = int64_t{1} << 20;
+  // Fragments with more than this fraction of deleted rows are rewritten without them.
+  bool materialize_deletions = true;
+  double materialize_deletions_threshold = 0.1;
+  // At most this many source fragments are rewritten in one call (0 = no bound).
+  int max_source_fragments = 32;
+  ProgressCallback progress;
+};
+
+struct CompactionResult {
+  // 0 when there was nothing to do (no commit is made).
+  uint64_t version = 0;
+  int fragments_removed = 0;
+  int fragments_added = 0;
+  int files_removed = 0;  // data and deletion files no longer referenced by the new version
+  int files_added = 0;
+  int64_t rows_written = 0;
+  int64_t bytes_read = 0;     // data files as stored
+  int64_t bytes_written = 0;  // data files as stored
+};
+
+struct CleanupOptions {
+  // Versions committed more than this long before `now_micros` may be removed...
+  int64_t older_than_micros = int64_t{14} * 24 * 3600 * 1000000;
+  // ...but the newest `keep_at_least` versions (at least 1: the latest) always stay.
+  int keep_at_least = 1;
+  // The reference time; 0 = the system clock.
+  int64_t now_micros = 0;
+  // Also delete files under data/, _deletions/ and _indices/ that no manifest references.
+  // Only safe when no commit is in flight: an uncommitted append's files look the same.
+  bool delete_unreferenced = false;
+};
+
+struct CleanupResult {
+  int64_t versions_removed = 0;
+  int64_t files_removed = 0;
+  int64_t bytes_removed = 0;
+};
+
+struct VerifyOptions {
+  // Check every kept version's manifest and files, not only the handle's version.
+  bool all_versions = false;
+};
+
+struct VerifyReport {
+  int64_t manifests_checked = 0;
+  int64_t files_checked = 0;
+  int64_t bytes_checked = 0;
+  // One line per problem: "version 7: data/ab.arrow: batch 3 checksum mismatch".
+  std::vector<std::string> problems;
+  bool ok() const { return problems.empty(); }
+};
+
+struct RepairReport {
+  uint64_t read_version = 0;
+  // Set when fragments were dropped; no commit is made when nothing was missing.
+  std::optional<uint64_t> committed_version;
+  struct DroppedFragment {
+    uint32_t fragment_id = 0;
+    int64_t physical_rows = 0;
+    std::vector<std::string> missing_files;  // keys relative to the table prefix
+  };
+  std::vector<DroppedFragment> dropped;
+};
+
+class Table {
+ public:
+  // Creates version 1 (an empty table) under `prefix` ("" or ending in '/'). AlreadyExists
+  // when a table is there; InvalidArgument for a bad schema or primary key.
+  static Result<std::shared_ptr<Table>> Create(std::shared_ptr<ObjectStore> store,
+                                               std::string prefix, SchemaPtr schema,
+                                               TableOptions options = {});
+  // Opens the latest version. NotFound when there is no table.
+  static Result<std::shared_ptr<Table>> Open(std::shared_ptr<ObjectStore> store, std::string prefix,
+                                             TableOptions options = {});
+  // Whether a table exists under `prefix`.
+  static Result<bool> Exists(ObjectStore& store, std::string_view prefix);
+
+  ~Table();
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+
+  // --- The handle's version ---------------------------------------------------------
+  uint64_t version() const;
+  SchemaPtr schema() const;
+  // Index of the primary-key column in schema(), if declared.
+  std::optional<int> primary_key_column() const;
+  // Table metadata (string map) of this version.
+  KeyValueMetadata metadata() const;
+  // True for handles made by Checkout(): they read one version and refuse changes.
+  bool read_only() const;
+  Result<TableStats> Stats() const;
+
+  // Moves the handle to the newest version (not allowed on read-only handles).
+  Status Refresh();
+  // The newest committed version, found without listing the whole history.
+  Result<uint64_t> LatestVersion() const;
+  // A read-only handle on `version` (time travel). NotFound when it does not exist or was
+  // cleaned up.
+  Result<std::shared_ptr<Table>> Checkout(uint64_t version) const;
+  // Every kept version, oldest first.
+  Result<std::vector<VersionInfo>> ListVersions() const;
+
+  // --- Reads ------------------------------------------------------------------------
+  Result<std::unique_ptr<BatchIterator>> Scan(const ScanOptions& options = {}) const;
+  // Rows by address, in the order given; `columns` as in ScanOptions. NotFound for an
+  // address that does not exist or whose row is deleted.
+  Result<RecordBatch> Take(std::span<const uint64_t> row_addresses,
+                           const std::vector<std::string>& columns = {}) const;
+  // Live rows, or those matching `filter`. Without a filter this reads only the manifest.
+  Result<int64_t> CountRows(std::string_view filter = {}) const;
+  // Live rows whose primary key is one of `keys`, in row-address order; uses the key index.
+  // InvalidArgument when the table has no primary key.
+  Result<RecordBatch> LookupKeys(const std::vector<expr::Scalar>& keys,
+                                 const std::vector<std::string>& columns = {},
+                                 bool with_row_address = false) const;
+
+  // --- Changes (each commits one version and moves the handle to it) ------------------
+  // Batches must have the table's columns (names and types; field metadata is ignored) or
+  // a subset that includes every non-nullable column. Fragments are cut by
+  // TableOptions::max_rows_per_fragment / max_bytes_per_fragment.
+  Result<AppendResult> Append(const std::vector<RecordBatch>& batches,
+                              const ProgressCallback& progress = {});
+  // Deletes the live rows matching `filter` (required; "true" deletes everything).
+  Result<DeleteResult> Delete(std::string_view filter);
+  // Deletes the live rows whose primary key is one of `keys`.
+  Result<DeleteResult> DeleteKeys(const std::vector<expr::Scalar>& keys);
+  // Adds nullable columns; existing rows read them as null without any data rewrite.
+  // InvalidArgument for a non-nullable field or a name already in use.
+  Result<uint64_t> AddColumns(const std::vector<FieldPtr>& fields);
+  // Sets (or, for an empty value, removes) table metadata keys.
+  Result<uint64_t> UpdateMetadata(const KeyValueMetadata& updates);
+  Result<CompactionResult> Compact(const CompactionOptions& options = {});
+  // Removes old versions and the files only they use. Never removes a file a kept version
+  // uses.
+  Result<CleanupResult> CleanupOldVersions(const CleanupOptions& options = {});
+
+  // --- Integrity --------------------------------------------------------------------
+  // Checks that every manifest, data, deletion and index file the version references
+  // exists, has the recorded size and passes its checksums.
+  Result<VerifyReport> Verify(const VerifyOptions& options = {}) const;
+  // Commits a version without the fragments whose data or deletion files are missing.
+  Result<RepairReport> Repair();
+
+  struct Impl;  // src/table/table_internal.h
+
+ private:
+  explicit Table(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata::table

@@ -1,0 +1,81 @@
+// Versions and the commit protocol.
+//
+// Invariants kept here:
+// - Version N exists iff "_versions/{N}.manifest" exists; versions are contiguous from 1
+//   (cleanup removes a prefix of old versions, never a gap: see cleanup) and a manifest is
+//   never modified once created.
+// - A commit is exactly one PutIfAbsent of manifest N+1, made after every file it references
+//   is durable. Losing that race leaves nothing referenced; the loser rebuilds its manifest
+//   on the newer version (seeing the transactions committed meanwhile) and tries again.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strata/object_store.h"
+#include "strata/status.h"
+#include "table/format.h"
+#include "table/manifest.pb.h"
+
+namespace strata::table::internal {
+
+// Reads and verifies manifest `version`. NotFound when it does not exist.
+Result<SnapshotPtr> LoadVersion(ObjectStore& store, const std::string& prefix, uint64_t version);
+
+// The newest version: starts from max(`known`, the hint), probes upward one version at a
+// time (a bounded number of probes), and lists "_versions/" only when the hint is missing
+// or too far behind. NotFound when the table has no versions.
+Result<uint64_t> FindLatestVersion(ObjectStore& store, const std::string& prefix,
+                                   uint64_t known = 0);
+
+// Every version present, ascending (lists "_versions/").
+Result<std::vector<uint64_t>> ListVersionNumbers(ObjectStore& store, const std::string& prefix);
+
+// Best effort: records `version` in the hint object (errors are ignored by callers).
+Status WriteLatestHint(ObjectStore& store, const std::string& prefix, uint64_t version);
+
+// Builds the manifest of the next version from `base` (the newest version known) and the
+// transactions committed after the operation's read version up to and including `base`
+// (empty on the first attempt). The returned manifest's version, timestamp, transaction
+// read_version/uuid/operation are filled in by CommitWithRetry; the builder sets the rest
+// (fragments, schema, indexes, metadata, next ids and the transaction's fragment lists).
+// Returning Busy means a retryable conflict (given up immediately); any other error ends the
+// commit too.
+using ManifestBuilder = std::function<Result<pb::Manifest>(
+    const Snapshot& base, const std::vector<pb::Transaction>& intervening)>;
+
+struct CommitRequest {
+  std::string operation;  // "append", "delete", ...
+  std::string detail;     // recorded in the transaction
+  int max_retries = 20;
+  ManifestBuilder build;
+};
+
+struct CommitOutcome {
+  SnapshotPtr snapshot;  // the committed version
+  int attempts = 0;
+};
+
+// Commits on top of `read` (the version the operation computed its change against). On a
+// lost race: finds the newest version, loads the transactions in between, calls `build`
+// again and retries after a short randomized backoff, up to max_retries times; then Busy
+// ("commit conflict: ... gave up after N retries"). Loading an intervening version that was
+// cleaned up meanwhile is Busy too.
+Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& prefix,
+                                      const SnapshotPtr& read, const CommitRequest& request);
+
+// Writes version 1. AlreadyExists when the table exists.
+Result<SnapshotPtr> CommitCreate(ObjectStore& store, const std::string& prefix,
+                                 pb::Manifest manifest);
+
+// Conflict helpers for builders: the first intervening transaction (and the fragment) that
+// removed or changed one of `fragments`, described for an error message, or nullopt.
+std::optional<std::string> FindConflict(const std::vector<pb::Transaction>& intervening,
+                                        const std::vector<uint32_t>& fragments,
+                                        bool include_modified);
+
+}  // namespace strata::table::internal

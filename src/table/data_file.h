@@ -1,0 +1,72 @@
+// Fragment data files: Arrow IPC files whose every byte range (header, each batch, footer)
+// is checksummed in the manifest, so a reader verifies exactly the bytes it uses.
+//
+// DataFileWriter cuts incoming rows into batches bounded by rows and bytes and records
+// per-batch column statistics; DataFileReader reads (projected) batches and verifies each
+// region it touches before decoding it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/ipc.h"
+#include "strata/object_store.h"
+#include "strata/record_batch.h"
+#include "strata/status.h"
+#include "table/manifest.pb.h"
+
+namespace strata::table::internal {
+
+struct DataFileWriteOptions {
+  ipc::Compression compression = ipc::Compression::kZstd;
+  int64_t max_rows_per_batch = 8192;
+  int64_t max_bytes_per_batch = int64_t{1} << 20;
+};
+
+// Writes one data file. Rows are buffered and written as batches of at most
+// max_rows_per_batch rows / max_bytes_per_batch uncompressed bytes (a single row larger than
+// that makes a batch of its own). The object is put only by Finish(), so an abandoned writer
+// leaves nothing behind.
+class DataFileWriter {
+ public:
+  // `schema`: the file's columns; `field_ids`: their table field ids (same length).
+  static Result<std::unique_ptr<DataFileWriter>> Make(std::shared_ptr<ObjectStore> store,
+                                                      std::string table_prefix, SchemaPtr schema,
+                                                      std::vector<int32_t> field_ids,
+                                                      DataFileWriteOptions options = {});
+  virtual ~DataFileWriter() = default;
+  // InvalidArgument unless the batch has the writer's schema (field metadata aside).
+  virtual Status Write(const RecordBatch& batch) = 0;
+  virtual int64_t rows_written() const = 0;
+  // Uncompressed bytes accepted so far (for fragment size limits).
+  virtual int64_t bytes_buffered() const = 0;
+  // Writes the remaining rows, puts the object at a new "data/<uuid>.arrow" key and returns
+  // its manifest entry. The writer is unusable afterwards.
+  virtual Result<pb::DataFile> Finish() = 0;
+};
+
+// Reads a data file described by a manifest entry. Thread safe.
+class DataFileReader {
+ public:
+  // Fetches and verifies the header and footer regions. Corruption when the object's size
+  // differs from the entry, a checksum fails, or the regions do not tile the file; NotFound
+  // when the object is missing.
+  static Result<std::shared_ptr<DataFileReader>> Open(std::shared_ptr<ObjectStore> store,
+                                                      const std::string& table_prefix,
+                                                      const pb::DataFile& entry);
+  virtual ~DataFileReader() = default;
+  virtual const SchemaPtr& schema() const = 0;  // the file's columns
+  virtual int num_batches() const = 0;
+  // Batch i restricted to `columns` (file column indices). Verifies batch i's region.
+  virtual Result<RecordBatch> ReadBatch(int i, const std::vector<int>& columns) const = 0;
+  // Bytes of decoded metadata held (for cache accounting).
+  virtual int64_t memory_bytes() const = 0;
+};
+
+// Reads every region of the file and checks its checksum and that it decodes (verify).
+Status VerifyDataFile(ObjectStore& store, const std::string& table_prefix,
+                      const pb::DataFile& entry);
+
+}  // namespace strata::table::internal

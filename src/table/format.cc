@@ -1,0 +1,371 @@
+// Object keys, the checksummed envelope, schema <-> manifest conversion and Snapshot.
+#include "table/format.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <set>
+
+#include "strata/schema_json.h"
+#include "strata/table.h"
+#include "util/checksum.h"
+#include "util/clock.h"
+#include "util/uuid.h"
+
+namespace strata::table::internal {
+namespace {
+
+constexpr std::string_view kEnvelopeMagic = "STRA";
+constexpr size_t kEnvelopeHeaderBytes = 4 + 4 + 4 + 4 + 8;
+constexpr size_t kEnvelopeTrailerBytes = 8;
+
+void PutU32(std::string* out, uint32_t v) {
+  char bytes[4];
+  for (int i = 0; i < 4; ++i) bytes[i] = static_cast<char>(v >> (8 * i));
+  out->append(bytes, 4);
+}
+void PutU64(std::string* out, uint64_t v) {
+  char bytes[8];
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(v >> (8 * i));
+  out->append(bytes, 8);
+}
+uint64_t GetU64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+uint32_t GetU32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+std::string RandomHex(int bytes) {
+  std::string out;
+  RandomSource* random = SystemRandom();
+  for (int i = 0; i < bytes; i += 8) {
+    uint64_t bits = random->Next();
+    out += fmt::format("{:016x}", bits);
+  }
+  out.resize(static_cast<size_t>(bytes) * 2);
+  return out;
+}
+
+bool IsTrueText(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower == "true" || lower == "1" || lower == "yes";
+}
+
+bool KeyTypeAllowed(const DataType& type) {
+  switch (type.id()) {
+    case TypeId::kUtf8:
+    case TypeId::kLargeUtf8:
+    case TypeId::kInt8:
+    case TypeId::kInt16:
+    case TypeId::kInt32:
+    case TypeId::kInt64:
+    case TypeId::kUInt8:
+    case TypeId::kUInt16:
+    case TypeId::kUInt32:
+    case TypeId::kTimestamp:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void MetadataToProto(const KeyValueMetadata& metadata,
+                     google::protobuf::RepeatedPtrField<pb::KeyValue>* out) {
+  for (const auto& [key, value] : metadata.entries()) {
+    pb::KeyValue* kv = out->Add();
+    kv->set_key(key);
+    kv->set_value(value);
+  }
+}
+
+KeyValueMetadata MetadataFromProto(const google::protobuf::RepeatedPtrField<pb::KeyValue>& kvs) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  entries.reserve(kvs.size());
+  for (const pb::KeyValue& kv : kvs) entries.emplace_back(kv.key(), kv.value());
+  return KeyValueMetadata(std::move(entries));
+}
+
+pb::Value ScalarToValue(const expr::Scalar& s) {
+  pb::Value v;
+  switch (s.kind()) {
+    case expr::Scalar::Kind::kNull:
+      break;
+    case expr::Scalar::Kind::kBool:
+      v.set_bool_value(s.bool_value());
+      break;
+    case expr::Scalar::Kind::kInt64:
+      v.set_int64_value(s.int64_value());
+      break;
+    case expr::Scalar::Kind::kUInt64:
+      v.set_uint64_value(s.uint64_value());
+      break;
+    case expr::Scalar::Kind::kDouble:
+      v.set_double_value(s.double_value());
+      break;
+    case expr::Scalar::Kind::kString:
+      v.set_string_value(s.string_value());
+      break;
+    case expr::Scalar::Kind::kTimestamp:
+      v.set_timestamp_micros(s.timestamp_micros());
+      break;
+  }
+  return v;
+}
+
+std::optional<expr::Scalar> ValueToScalar(const pb::Value& v) {
+  switch (v.kind_case()) {
+    case pb::Value::kBoolValue:
+      return expr::Scalar::Bool(v.bool_value());
+    case pb::Value::kInt64Value:
+      return expr::Scalar::Int64(v.int64_value());
+    case pb::Value::kUint64Value:
+      return expr::Scalar::UInt64(v.uint64_value());
+    case pb::Value::kDoubleValue:
+      return expr::Scalar::Double(v.double_value());
+    case pb::Value::kStringValue:
+      return expr::Scalar::String(v.string_value());
+    case pb::Value::kTimestampMicros:
+      return expr::Scalar::Timestamp(v.timestamp_micros());
+    case pb::Value::KIND_NOT_SET:
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string ManifestKey(uint64_t version) {
+  return fmt::format("{}{:020}.manifest", kVersionsDir, version);
+}
+
+std::optional<uint64_t> ParseManifestKey(std::string_view key) {
+  if (key.substr(0, kVersionsDir.size()) != kVersionsDir) return std::nullopt;
+  key.remove_prefix(kVersionsDir.size());
+  constexpr std::string_view kSuffix = ".manifest";
+  if (key.size() != 20 + kSuffix.size() || key.substr(20) != kSuffix) return std::nullopt;
+  uint64_t version = 0;
+  for (char c : key.substr(0, 20)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (version > (UINT64_MAX - digit) / 10) return std::nullopt;
+    version = version * 10 + digit;
+  }
+  return version;
+}
+
+std::string NewDataFileKey() {
+  return fmt::format("{}{}.arrow", kDataDir, UuidV7(*SystemClock(), *SystemRandom()).ToString());
+}
+
+std::string NewDeletionFileKey(uint32_t fragment_id, uint64_t read_version) {
+  return fmt::format("{}{}-{}-{}.bin", kDeletionsDir, fragment_id, read_version, RandomHex(8));
+}
+
+std::string NewKeySegmentKey() {
+  return fmt::format("{}{}.keys", kIndicesDir, UuidV7(*SystemClock(), *SystemRandom()).ToString());
+}
+
+std::string EncodeEnvelope(std::string_view kind, std::string_view payload) {
+  std::string out;
+  out.reserve(kEnvelopeHeaderBytes + payload.size() + kEnvelopeTrailerBytes);
+  out.append(kEnvelopeMagic);
+  out.append(kind.substr(0, 4));
+  PutU32(&out, kFormatVersion);
+  PutU32(&out, 0);
+  PutU64(&out, payload.size());
+  out.append(payload);
+  PutU64(&out, XxHash3_64(out));
+  return out;
+}
+
+Result<std::string_view> DecodeEnvelope(std::string_view kind, std::string_view bytes,
+                                        std::string_view what) {
+  if (bytes.size() < kEnvelopeHeaderBytes + kEnvelopeTrailerBytes) {
+    return Status::Corruption(fmt::format("{}: truncated ({} bytes)", what, bytes.size()));
+  }
+  if (bytes.substr(0, 4) != kEnvelopeMagic || bytes.substr(4, 4) != kind) {
+    return Status::Corruption(fmt::format("{}: not a strata {} object (bad magic)", what, kind));
+  }
+  const size_t body = bytes.size() - kEnvelopeTrailerBytes;
+  const uint64_t stored = GetU64(bytes.data() + body);
+  const uint64_t actual = XxHash3_64(bytes.substr(0, body));
+  if (stored != actual) {
+    return Status::Corruption(fmt::format(
+        "{}: checksum mismatch (stored {:016x}, computed {:016x})", what, stored, actual));
+  }
+  const uint32_t version = GetU32(bytes.data() + 8);
+  if (version > kFormatVersion) {
+    return Status::NotSupported(
+        fmt::format("{}: format version {} is newer than this build reads ({})", what, version,
+                    kFormatVersion));
+  }
+  const uint64_t length = GetU64(bytes.data() + 16);
+  if (length != body - kEnvelopeHeaderBytes) {
+    return Status::Corruption(fmt::format("{}: payload length {} does not match object size {}",
+                                          what, length, bytes.size()));
+  }
+  return bytes.substr(kEnvelopeHeaderBytes, length);
+}
+
+std::string EncodeManifest(const pb::Manifest& manifest) {
+  std::string payload;
+  manifest.SerializeToString(&payload);
+  return EncodeEnvelope(kManifestKind, payload);
+}
+
+Result<pb::Manifest> DecodeManifest(std::string_view bytes, std::string_view what) {
+  STRATA_ASSIGN_OR_RETURN(std::string_view payload, DecodeEnvelope(kManifestKind, bytes, what));
+  pb::Manifest manifest;
+  if (!manifest.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+    return Status::Corruption(fmt::format("{}: manifest protobuf does not parse", what));
+  }
+  return manifest;
+}
+
+Result<std::optional<int>> FindPrimaryKey(const Schema& schema) {
+  std::optional<int> key;
+  for (int i = 0; i < schema.num_fields(); ++i) {
+    const Field& field = *schema.field(i);
+    std::optional<std::string_view> marker = field.metadata().Get(kPrimaryKeyMetadata);
+    if (!marker || !IsTrueText(*marker)) continue;
+    if (key) {
+      return Status::InvalidArgument(
+          fmt::format("only one primary-key column is supported; both '{}' and '{}' are marked",
+                      schema.field(*key)->name(), field.name()));
+    }
+    if (field.nullable()) {
+      return Status::InvalidArgument(
+          fmt::format("primary-key column '{}' must be non-nullable", field.name()));
+    }
+    if (!KeyTypeAllowed(*field.type())) {
+      return Status::InvalidArgument(fmt::format(
+          "primary-key column '{}' has type {}; expected utf8, large_utf8, an integer up to "
+          "uint32/int64, or timestamp",
+          field.name(), field.type()->ToString()));
+    }
+    key = i;
+  }
+  return key;
+}
+
+Result<pb::Schema> SchemaToProto(const Schema& schema) {
+  if (schema.num_fields() == 0) return Status::InvalidArgument("a table needs at least one column");
+  std::set<std::string, std::less<>> names;
+  pb::Schema out;
+  for (int i = 0; i < schema.num_fields(); ++i) {
+    const Field& field = *schema.field(i);
+    if (field.name().empty()) {
+      return Status::InvalidArgument(fmt::format("column {} has an empty name", i));
+    }
+    if (field.name() == "_rowaddr") {
+      return Status::InvalidArgument("column name '_rowaddr' is reserved for row addresses");
+    }
+    if (!names.insert(field.name()).second) {
+      return Status::InvalidArgument(fmt::format("duplicate column name '{}'", field.name()));
+    }
+    pb::Field* f = out.add_fields();
+    f->set_id(i);
+    f->set_name(field.name());
+    f->set_type(field.type()->ToString());
+    f->set_nullable(field.nullable());
+    MetadataToProto(field.metadata(), f->mutable_metadata());
+  }
+  MetadataToProto(schema.metadata(), out.mutable_metadata());
+  STRATA_RETURN_IF_ERROR(FindPrimaryKey(schema).status());
+  return out;
+}
+
+Result<SchemaPtr> SchemaFromProto(const pb::Schema& proto) {
+  std::vector<FieldPtr> fields;
+  fields.reserve(proto.fields_size());
+  for (const pb::Field& f : proto.fields()) {
+    Result<DataTypePtr> type = ParseDataType(f.type());
+    if (!type.ok()) {
+      return Status::Corruption(fmt::format("manifest field '{}' has an unreadable type '{}': {}",
+                                            f.name(), f.type(), type.status().message()));
+    }
+    fields.push_back(
+        std::make_shared<Field>(f.name(), *type, f.nullable(), MetadataFromProto(f.metadata())));
+  }
+  return strata::schema(std::move(fields), MetadataFromProto(proto.metadata()));
+}
+
+pb::ColumnStats StatsToProto(const expr::ColumnStatistics& stats) {
+  pb::ColumnStats out;
+  if (stats.min) *out.mutable_min() = ScalarToValue(*stats.min);
+  if (stats.max) *out.mutable_max() = ScalarToValue(*stats.max);
+  out.set_null_count(stats.null_count);
+  return out;
+}
+
+expr::ColumnStatistics StatsFromProto(const pb::ColumnStats& stats, int64_t num_rows) {
+  expr::ColumnStatistics out;
+  if (stats.has_min()) out.min = ValueToScalar(stats.min());
+  if (stats.has_max()) out.max = ValueToScalar(stats.max());
+  out.null_count = stats.null_count();
+  out.row_count = num_rows;
+  return out;
+}
+
+const pb::Fragment* Snapshot::FindFragment(uint32_t id) const {
+  auto it = fragment_index.find(id);
+  return it == fragment_index.end() ? nullptr : &manifest.fragments(it->second);
+}
+
+const pb::Index* Snapshot::key_index() const {
+  for (const pb::Index& index : manifest.indexes()) {
+    if (index.name() == kKeyIndexName) return &index;
+  }
+  return nullptr;
+}
+
+int64_t Snapshot::live_rows() const {
+  int64_t rows = 0;
+  for (const pb::Fragment& f : manifest.fragments()) {
+    rows += f.physical_rows() - (f.has_deletion() ? f.deletion().num_deleted() : 0);
+  }
+  return rows;
+}
+
+Result<SnapshotPtr> MakeSnapshot(pb::Manifest manifest) {
+  auto snapshot = std::make_shared<Snapshot>();
+  const std::string what = fmt::format("manifest {}", manifest.version());
+  STRATA_ASSIGN_OR_RETURN(snapshot->schema, SchemaFromProto(manifest.schema()));
+  for (int i = 0; i < manifest.schema().fields_size(); ++i) {
+    const int32_t id = manifest.schema().fields(i).id();
+    if (id < 0 || id >= manifest.next_field_id() ||
+        !snapshot->column_of_field.emplace(id, i).second) {
+      return Status::Corruption(fmt::format("{}: bad or duplicate field id {}", what, id));
+    }
+    snapshot->field_ids.push_back(id);
+  }
+  for (int i = 0; i < manifest.fragments_size(); ++i) {
+    const pb::Fragment& f = manifest.fragments(i);
+    if (f.id() >= manifest.next_fragment_id() ||
+        !snapshot->fragment_index.emplace(f.id(), i).second) {
+      return Status::Corruption(fmt::format("{}: bad or duplicate fragment id {}", what, f.id()));
+    }
+    if (f.physical_rows() < 0 || f.physical_rows() > int64_t{UINT32_MAX} ||
+        (f.has_deletion() &&
+         (f.deletion().num_deleted() <= 0 || f.deletion().num_deleted() > f.physical_rows()))) {
+      return Status::Corruption(
+          fmt::format("{}: fragment {} has inconsistent row counts", what, f.id()));
+    }
+  }
+  Result<std::optional<int>> key = FindPrimaryKey(*snapshot->schema);
+  if (!key.ok()) return Status::Corruption(fmt::format("{}: {}", what, key.status().message()));
+  snapshot->key_column = *key;
+  snapshot->manifest = std::move(manifest);
+  return SnapshotPtr(std::move(snapshot));
+}
+
+}  // namespace strata::table::internal

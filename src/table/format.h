@@ -1,0 +1,90 @@
+// Table format basics: object keys, the checksummed envelope every strata-written table
+// object (manifest, deletion file, key segment) is stored in, schema <-> manifest
+// conversion, and Snapshot, a decoded manifest with the lookups readers need.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "strata/expr.h"
+#include "strata/status.h"
+#include "strata/type.h"
+#include "table/manifest.pb.h"
+
+namespace strata::table::internal {
+
+// --- Object keys (relative to the table prefix) ---------------------------------------
+inline constexpr std::string_view kVersionsDir = "_versions/";
+inline constexpr std::string_view kDataDir = "data/";
+inline constexpr std::string_view kDeletionsDir = "_deletions/";
+inline constexpr std::string_view kIndicesDir = "_indices/";
+// Advisory: the newest version some writer saw. The only object that is overwritten.
+inline constexpr std::string_view kLatestHintKey = "_latest_version_hint";
+inline constexpr std::string_view kKeyIndexName = "key_idx";
+
+// "_versions/00000000000000000042.manifest"
+std::string ManifestKey(uint64_t version);
+// The version of a manifest key, or nullopt when `key` (relative) is not one.
+std::optional<uint64_t> ParseManifestKey(std::string_view key);
+// "data/<uuid v7>.arrow", "_deletions/<fragment>-<version>-<random hex>.bin",
+// "_indices/<uuid v7>.keys"
+std::string NewDataFileKey();
+std::string NewDeletionFileKey(uint32_t fragment_id, uint64_t read_version);
+std::string NewKeySegmentKey();
+
+// --- Envelope ------------------------------------------------------------------------
+// Layout (little endian): "STRA" | kind (4 bytes) | u32 format version | u32 reserved (0) |
+// u64 payload length | payload | u64 XXH3-64 of every preceding byte.
+inline constexpr std::string_view kManifestKind = "MNFT";
+inline constexpr std::string_view kDeletionKind = "DELV";
+inline constexpr std::string_view kKeySegmentKind = "KIDX";
+inline constexpr uint32_t kFormatVersion = 1;
+
+std::string EncodeEnvelope(std::string_view kind, std::string_view payload);
+// The payload (a view into `bytes`). Corruption, naming `what` (e.g. the key), for a wrong
+// magic or kind, a truncated object, trailing bytes or a checksum mismatch; NotSupported for
+// a newer format version.
+Result<std::string_view> DecodeEnvelope(std::string_view kind, std::string_view bytes,
+                                        std::string_view what);
+
+std::string EncodeManifest(const pb::Manifest& manifest);
+Result<pb::Manifest> DecodeManifest(std::string_view bytes, std::string_view what);
+
+// --- Schema ---------------------------------------------------------------------------
+// Validates a schema for a new table (types storable, names unique and non-empty, primary
+// key rules from table.h) and assigns field ids 0..n-1.
+Result<pb::Schema> SchemaToProto(const Schema& schema);
+Result<SchemaPtr> SchemaFromProto(const pb::Schema& schema);
+// Index of the field carrying kPrimaryKeyMetadata, InvalidArgument when it breaks the rules.
+Result<std::optional<int>> FindPrimaryKey(const Schema& schema);
+
+// Statistics as the manifest stores them.
+pb::ColumnStats StatsToProto(const expr::ColumnStatistics& stats);
+expr::ColumnStatistics StatsFromProto(const pb::ColumnStats& stats, int64_t num_rows);
+
+// --- Snapshot --------------------------------------------------------------------------
+// One version, decoded. Immutable once built; shared between readers.
+struct Snapshot {
+  pb::Manifest manifest;
+  SchemaPtr schema;
+  std::vector<int32_t> field_ids;  // per schema column
+  std::optional<int> key_column;
+  std::unordered_map<uint32_t, int> fragment_index;  // fragment id -> position in manifest
+  std::unordered_map<int32_t, int> column_of_field;  // field id -> schema column
+
+  uint64_t version() const { return manifest.version(); }
+  const pb::Fragment* FindFragment(uint32_t id) const;
+  // The key index, if the table has one.
+  const pb::Index* key_index() const;
+  int64_t live_rows() const;  // sum of physical_rows - num_deleted
+};
+using SnapshotPtr = std::shared_ptr<const Snapshot>;
+
+Result<SnapshotPtr> MakeSnapshot(pb::Manifest manifest);
+
+}  // namespace strata::table::internal

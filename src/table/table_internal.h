@@ -1,0 +1,147 @@
+// What Table's implementation files share: the per-table context and file cache, reading
+// one fragment at one version, writing rows into new fragments, and the maintenance
+// operations (compaction, cleanup, verify, repair) that Table's methods delegate to.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strata/expr.h"
+#include "strata/object_store.h"
+#include "strata/record_batch.h"
+#include "strata/status.h"
+#include "strata/table.h"
+#include "table/data_file.h"
+#include "table/deletion_file.h"
+#include "table/format.h"
+#include "table/key_index.h"
+#include "table/manifest.pb.h"
+#include "util/mutex.h"
+
+namespace strata::table::internal {
+
+// Decoded data-file footers, deletion vectors and key segments, keyed by object key
+// (objects are immutable, so entries never go stale), evicted least-recently-used beyond
+// a byte budget. Thread safe; loads happen outside the lock.
+class FileCache {
+ public:
+  explicit FileCache(int64_t capacity_bytes);
+  ~FileCache();
+  Result<std::shared_ptr<DataFileReader>> DataFile(const std::shared_ptr<ObjectStore>& store,
+                                                   const std::string& prefix,
+                                                   const pb::DataFile& entry);
+  Result<std::shared_ptr<const DeletionVector>> Deletions(ObjectStore& store,
+                                                          const std::string& prefix,
+                                                          const pb::DeletionFile& entry,
+                                                          int64_t physical_rows);
+  Result<std::shared_ptr<const KeySegment>> Segment(ObjectStore& store, const std::string& prefix,
+                                                    const pb::KeySegment& entry);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Everything a table's handles share (Checkout handles share their parent's).
+struct TableContext {
+  std::shared_ptr<ObjectStore> store;
+  std::string prefix;  // "" or ending in '/'
+  TableOptions options;
+  FileCache cache;
+
+  TableContext(std::shared_ptr<ObjectStore> s, std::string p, TableOptions o)
+      : store(std::move(s)), prefix(std::move(p)), options(o), cache(o.cache_bytes) {}
+};
+
+// One fragment at one version: its data files (batch-aligned) and deletion vector.
+class FragmentReader {
+ public:
+  static Result<FragmentReader> Open(TableContext& context, const Snapshot& snapshot,
+                                     const pb::Fragment& fragment);
+  const pb::Fragment& fragment() const { return *fragment_; }
+  int num_batches() const { return static_cast<int>(batch_offsets_.size()); }
+  int64_t batch_offset(int i) const { return batch_offsets_[i]; }
+  int64_t batch_rows(int i) const;
+  // Statistics of schema column `column` in batch i, for pruning; a column no data file
+  // holds is all null.
+  const expr::ColumnStatistics* Statistics(int batch, int column) const;
+  // Batch i with every physical row (deleted ones included) and the schema columns
+  // `columns`, in that order.
+  Result<RecordBatch> ReadBatch(int i, const std::vector<int>& columns) const;
+  // Null when the fragment has no deletions.
+  const DeletionVector* deletions() const { return deletions_.get(); }
+
+ private:
+  const Snapshot* snapshot_ = nullptr;
+  const pb::Fragment* fragment_ = nullptr;
+  std::vector<std::shared_ptr<DataFileReader>> files_;
+  // Per schema column: (file index, column in file), or (-1, -1) when no file holds it.
+  std::vector<std::pair<int, int>> column_source_;
+  std::vector<int64_t> batch_offsets_;
+  // [batch][schema column]
+  std::vector<std::vector<expr::ColumnStatistics>> statistics_;
+  std::shared_ptr<const DeletionVector> deletions_;
+};
+
+// Rows written into new fragments (ids not assigned yet: the commit assigns them).
+struct WrittenFragments {
+  std::vector<pb::Fragment> fragments;
+  // Covers `fragments` (local fragment i = fragments[i]); set when the table has a key
+  // column and at least one row was written.
+  std::optional<pb::KeySegment> key_segment;
+  int64_t rows = 0;
+  int64_t bytes_written = 0;
+};
+
+// Streams rows (the table schema or a subset of its columns, by name) into fragments cut by
+// TableOptions limits, and builds their key segment.
+class FragmentSetWriter {
+ public:
+  static Result<std::unique_ptr<FragmentSetWriter>> Make(TableContext& context,
+                                                         const Snapshot& snapshot,
+                                                         SchemaPtr input_schema);
+  virtual ~FragmentSetWriter() = default;
+  virtual Status Write(const RecordBatch& batch) = 0;
+  virtual Result<WrittenFragments> Finish() = 0;
+};
+
+// Checks that `schema` (an input batch's) can be appended to the snapshot's table: every
+// column exists with the same type, every non-nullable table column is present.
+Status CheckAppendSchema(const Snapshot& snapshot, const Schema& schema);
+
+// Maintenance, each on top of `read`; `committed` receives the new version when one is made.
+Result<CompactionResult> CompactTable(TableContext& context, const SnapshotPtr& read,
+                                      const CompactionOptions& options, SnapshotPtr* committed);
+Result<CleanupResult> CleanupTable(TableContext& context, const SnapshotPtr& latest,
+                                   const CleanupOptions& options);
+Result<VerifyReport> VerifyTable(TableContext& context, const SnapshotPtr& snapshot,
+                                 const VerifyOptions& options);
+Result<RepairReport> RepairTable(TableContext& context, const SnapshotPtr& read,
+                                 SnapshotPtr* committed);
+
+}  // namespace strata::table::internal
+
+namespace strata::table {
+
+struct Table::Impl {
+  std::shared_ptr<internal::TableContext> context;
+  bool read_only = false;
+
+  mutable Mutex mu;
+  internal::SnapshotPtr snapshot STRATA_GUARDED_BY(mu);
+
+  internal::SnapshotPtr current() const {
+    MutexLock lock(mu);
+    return snapshot;
+  }
+  // Moves to `next` unless the handle is already at a newer version.
+  void Advance(internal::SnapshotPtr next) {
+    MutexLock lock(mu);
+    if (!snapshot || next->version() > snapshot->version()) snapshot = std::move(next);
+  }
+};
+
+}  // namespace strata::table
