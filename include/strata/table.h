@@ -137,6 +137,39 @@ struct TableStats {
   int64_t unindexed_fragments = 0;  // fragments the key index does not cover
 };
 
+// What one version is made of (for inspection tools).
+struct DataFileInfo {
+  std::string path;  // relative to the table prefix
+  int64_t size = 0;
+  int num_batches = 0;
+  std::vector<std::string> columns;
+};
+struct FragmentInfo {
+  uint32_t id = 0;
+  int64_t physical_rows = 0;  // including deleted rows
+  int64_t deleted_rows = 0;
+  std::vector<DataFileInfo> data_files;
+  std::string deletion_file;  // empty when no row is deleted
+  int64_t deletion_file_size = 0;
+};
+struct IndexSegmentInfo {
+  std::string path;
+  int64_t size = 0;
+  int64_t num_entries = 0;
+  std::vector<uint32_t> fragment_ids;
+};
+struct IndexInfo {
+  std::string name;
+  std::string type;
+  std::string column;
+  std::vector<IndexSegmentInfo> segments;
+};
+struct TableDescription {
+  VersionInfo version;
+  std::vector<FragmentInfo> fragments;  // scan order
+  std::vector<IndexInfo> indexes;
+};
+
 struct CompactionOptions {
   // Fragments with fewer live rows are merged with their neighbours, up to this many rows.
   int64_t target_rows_per_fragment = int64_t{1} << 20;
@@ -231,6 +264,8 @@ class Table {
   // True for handles made by Checkout(): they read one version and refuse changes.
   bool read_only() const;
   Result<TableStats> Stats() const;
+  // The version's fragments, files and index segments, from its manifest (no other reads).
+  Result<TableDescription> Describe() const;
 
   // Moves the handle to the newest version (not allowed on read-only handles).
   Status Refresh();

@@ -39,6 +39,8 @@ class DataFileWriter {
   virtual ~DataFileWriter() = default;
   // InvalidArgument unless the batch has the writer's schema (field metadata aside).
   virtual Status Write(const RecordBatch& batch) = 0;
+  // Rows in batches already written out (rows still buffered are not counted); exact after
+  // Finish().
   virtual int64_t rows_written() const = 0;
   // Uncompressed bytes accepted so far (for fragment size limits).
   virtual int64_t bytes_buffered() const = 0;

@@ -36,6 +36,8 @@ class DeletionVector {
   // Number of members in [0, end).
   int64_t CountBelow(uint32_t end) const;
   bool Equals(const DeletionVector& other) const;
+  // The largest member. REQUIRES: !empty().
+  uint32_t Maximum() const;
 
   // Portable Roaring serialization.
   std::string Serialize() const;

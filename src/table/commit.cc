@@ -1,0 +1,280 @@
+// Version discovery (hint + bounded probing, listing as the fallback) and the commit loop:
+// one put-if-absent per attempt, rebasing on the transactions that won the race.
+//
+// Invariants (what the rest of the table layer relies on):
+// - A version is committed iff its manifest object exists. Manifests are only ever created
+//   with PutIfAbsent, so of two writers racing for version N exactly one wins, and a
+//   manifest never changes after it is created.
+// - Every manifest we write has passed MakeSnapshot first: a builder bug is reported as
+//   Internal, never committed as a manifest nobody can read.
+// - Version N+1 is only ever attempted on top of a manifest we read (version N), so versions
+//   are contiguous. The transaction of every version from the operation's read version + 1
+//   to the new base is handed to the builder, so a rebased change sees everything that
+//   committed since it read.
+// - No commit is made on a read version that cleanup removed (checked before the first
+//   attempt): put-if-absent of a removed version would otherwise succeed into the gap.
+// - The latest-version hint is advisory: it may lag (or even move backwards under races)
+//   and readers never trust it beyond "start probing here". Nothing else is overwritten.
+// - An ambiguous PutIfAbsent failure (the object may or may not have been created) is
+//   resolved by reading the manifest back and comparing the transaction uuid, so a commit
+//   that did happen is never reported as failed.
+#include "table/commit.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <unordered_set>
+
+#include "util/clock.h"
+#include "util/uuid.h"
+
+namespace strata::table::internal {
+namespace {
+
+// Versions probed one at a time past the starting point before giving up and listing.
+constexpr int kMaxProbes = 64;
+// Backoff between commit attempts: uniform in [0, min(1 ms << attempt, 100 ms)].
+constexpr int64_t kMaxBackoffMicros = 100'000;
+// Rounds of "find the latest version, load what is new" before rebuilding after a lost race.
+constexpr int kMaxCatchUpRounds = 4;
+
+std::string TableLocation(const ObjectStore& store, const std::string& prefix) {
+  return fmt::format("{}/{}", store.Describe(), prefix);
+}
+
+std::optional<uint64_t> ParseHint(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
+    text.remove_suffix(1);
+  }
+  if (text.empty()) return std::nullopt;
+  uint64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// The hint's version, or 0 when it is missing, unreadable or not a number.
+uint64_t ReadHint(ObjectStore& store, const std::string& prefix) {
+  Result<Buffer> bytes = store.Get(prefix + std::string(kLatestHintKey));
+  if (!bytes.ok()) return 0;
+  return ParseHint(bytes->view()).value_or(0);
+}
+
+void Backoff(int attempt) {
+  const int64_t cap = std::min<int64_t>(int64_t{1000} << std::min(attempt, 20), kMaxBackoffMicros);
+  const auto micros = static_cast<int64_t>(SystemRandom()->Uniform(static_cast<uint64_t>(cap) + 1));
+  SystemClock()->SleepFor(std::chrono::microseconds(micros));
+}
+
+// Fills what CommitWithRetry / CommitCreate own in a manifest the builder returned.
+void StampManifest(pb::Manifest* manifest, uint64_t version, uint64_t read_version,
+                   const std::string& operation, const std::string& detail,
+                   const std::string& uuid) {
+  manifest->set_version(version);
+  manifest->set_timestamp_micros(SystemClock()->NowMicros());
+  pb::Transaction* txn = manifest->mutable_transaction();
+  txn->set_read_version(read_version);
+  txn->set_version(version);
+  txn->set_operation(operation);
+  txn->set_uuid(uuid);
+  txn->set_detail(detail);
+}
+
+// After a PutIfAbsent failed with something other than AlreadyExists the object may still
+// have been created (e.g. linked into place, then the directory sync failed). True when the
+// manifest at `key` exists and carries our transaction.
+bool ManifestIsOurs(ObjectStore& store, const std::string& key, const std::string& uuid) {
+  Result<Buffer> bytes = store.Get(key);
+  if (!bytes.ok()) return false;
+  Result<pb::Manifest> manifest = DecodeManifest(bytes->view(), key);
+  return manifest.ok() && manifest->transaction().uuid() == uuid;
+}
+
+// Validates a manifest before it is written: a builder must never commit something
+// MakeSnapshot (every reader) rejects.
+Result<SnapshotPtr> CheckBuilt(pb::Manifest manifest, const std::string& operation) {
+  Result<SnapshotPtr> snapshot = MakeSnapshot(std::move(manifest));
+  if (!snapshot.ok()) {
+    return Status::Internal(fmt::format("{} built an invalid manifest (not committed): {}",
+                                        operation, snapshot.status().message()));
+  }
+  return snapshot;
+}
+
+}  // namespace
+
+Result<SnapshotPtr> LoadVersion(ObjectStore& store, const std::string& prefix, uint64_t version) {
+  const std::string key = prefix + ManifestKey(version);
+  Result<Buffer> bytes = store.Get(key);
+  if (!bytes.ok()) {
+    if (bytes.status().IsNotFound()) {
+      return Status::NotFound(fmt::format("version {} of the table at {} does not exist", version,
+                                          TableLocation(store, prefix)));
+    }
+    return bytes.status();
+  }
+  STRATA_ASSIGN_OR_RETURN(pb::Manifest manifest, DecodeManifest(bytes->view(), key));
+  if (manifest.version() != version) {
+    return Status::Corruption(
+        fmt::format("{}: manifest records version {}", key, manifest.version()));
+  }
+  return MakeSnapshot(std::move(manifest));
+}
+
+Result<std::vector<uint64_t>> ListVersionNumbers(ObjectStore& store, const std::string& prefix) {
+  const std::string dir = prefix + std::string(kVersionsDir);
+  STRATA_ASSIGN_OR_RETURN(std::vector<ObjectMeta> objects, store.List(dir));
+  std::vector<uint64_t> versions;
+  versions.reserve(objects.size());
+  for (const ObjectMeta& object : objects) {
+    std::string_view relative(object.key);
+    relative.remove_prefix(prefix.size());
+    if (std::optional<uint64_t> version = ParseManifestKey(relative)) {
+      versions.push_back(*version);
+    }
+  }
+  std::sort(versions.begin(), versions.end());
+  return versions;
+}
+
+Result<uint64_t> FindLatestVersion(ObjectStore& store, const std::string& prefix, uint64_t known) {
+  const uint64_t start = std::max(known, ReadHint(store, prefix));
+  if (start > 0) {
+    STRATA_ASSIGN_OR_RETURN(bool start_exists, store.Exists(prefix + ManifestKey(start)));
+    if (start_exists) {
+      uint64_t latest = start;
+      for (int probe = 0; probe < kMaxProbes; ++probe) {
+        STRATA_ASSIGN_OR_RETURN(bool exists, store.Exists(prefix + ManifestKey(latest + 1)));
+        if (!exists) return latest;
+        ++latest;
+      }
+      // Still finding versions: the hint is far behind, listing is cheaper than probing on.
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> versions, ListVersionNumbers(store, prefix));
+  if (versions.empty()) {
+    return Status::NotFound(fmt::format("no table at {}", TableLocation(store, prefix)));
+  }
+  return versions.back();
+}
+
+Status WriteLatestHint(ObjectStore& store, const std::string& prefix, uint64_t version) {
+  return store.Put(prefix + std::string(kLatestHintKey), std::to_string(version));
+}
+
+Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& prefix,
+                                      const SnapshotPtr& read, const CommitRequest& request) {
+  if (!read) return Status::InvalidArgument("commit without a read version");
+  if (!request.build) return Status::InvalidArgument("commit without a manifest builder");
+  SnapshotPtr base = read;
+  // Transactions of versions read+1 .. base, in version order.
+  std::vector<pb::Transaction> intervening;
+  // Cleanup removes a prefix of the history, oldest first. While the read version's manifest
+  // exists, version read+1 has never been removed, so a put-if-absent of it cannot recreate a
+  // version cleanup deleted. A handle whose read version is gone must not commit on it.
+  STRATA_ASSIGN_OR_RETURN(bool read_exists, store.Exists(prefix + ManifestKey(read->version())));
+  if (!read_exists) {
+    return Status::Busy(fmt::format(
+        "commit conflict on {}: the version it read ({}) was removed by a cleanup; refresh the "
+        "table and retry",
+        request.operation, read->version()));
+  }
+  for (int attempt = 0;; ++attempt) {
+    STRATA_ASSIGN_OR_RETURN(pb::Manifest manifest, request.build(*base, intervening));
+    const uint64_t version = base->version() + 1;
+    const std::string uuid = UuidV7(*SystemClock(), *SystemRandom()).ToString();
+    StampManifest(&manifest, version, read->version(), request.operation, request.detail, uuid);
+    STRATA_ASSIGN_OR_RETURN(SnapshotPtr built, CheckBuilt(std::move(manifest), request.operation));
+    const std::string key = prefix + ManifestKey(version);
+    Status put = store.PutIfAbsent(key, EncodeManifest(built->manifest));
+    if (put.ok() || (!put.IsAlreadyExists() && ManifestIsOurs(store, key, uuid))) {
+      (void)WriteLatestHint(store, prefix, version);  // advisory
+      return CommitOutcome{std::move(built), attempt + 1};
+    }
+    if (!put.IsAlreadyExists()) return put;
+
+    // Lost the race for `version`. Rebase on everything committed since.
+    if (attempt >= request.max_retries) {
+      return Status::Busy(fmt::format(
+          "commit conflict on {}: version {} was taken by a concurrent commit; gave up after {} "
+          "retries",
+          request.operation, version, attempt));
+    }
+    Backoff(attempt);
+    // Catch up with the newest version. Loading many versions takes a while, so look again
+    // afterwards: the shorter the time between finding the latest version and the put, the
+    // better the next attempt's chance under heavy contention.
+    uint64_t known = version;
+    for (int round = 0; round < kMaxCatchUpRounds; ++round) {
+      STRATA_ASSIGN_OR_RETURN(uint64_t latest, FindLatestVersion(store, prefix, known));
+      if (latest <= base->version()) break;
+      for (uint64_t v = base->version() + 1; v <= latest; ++v) {
+        Result<SnapshotPtr> loaded = LoadVersion(store, prefix, v);
+        if (!loaded.ok()) {
+          if (loaded.status().IsNotFound()) {
+            return Status::Busy(fmt::format(
+                "commit conflict on {}: version {} was removed while rebasing on it (concurrent "
+                "cleanup); retry the operation",
+                request.operation, v));
+          }
+          return loaded.status();
+        }
+        // A store that retries internally may report our own earlier put as AlreadyExists.
+        if (v == version && (*loaded)->manifest.transaction().uuid() == uuid) {
+          (void)WriteLatestHint(store, prefix, version);
+          return CommitOutcome{std::move(*loaded), attempt + 1};
+        }
+        intervening.push_back((*loaded)->manifest.transaction());
+        base = std::move(*loaded);
+      }
+      known = latest;
+    }
+  }
+}
+
+Result<SnapshotPtr> CommitCreate(ObjectStore& store, const std::string& prefix,
+                                 pb::Manifest manifest) {
+  if (manifest.table_uuid().empty()) {
+    manifest.set_table_uuid(UuidV4(*SystemRandom()).ToString());
+  }
+  const std::string uuid = UuidV7(*SystemClock(), *SystemRandom()).ToString();
+  StampManifest(&manifest, 1, 0, "create", manifest.transaction().detail(), uuid);
+  STRATA_ASSIGN_OR_RETURN(SnapshotPtr built, CheckBuilt(std::move(manifest), "create"));
+  const std::string key = prefix + ManifestKey(1);
+  Status put = store.PutIfAbsent(key, EncodeManifest(built->manifest));
+  if (put.IsAlreadyExists()) {
+    return Status::AlreadyExists(
+        fmt::format("a table already exists at {}", TableLocation(store, prefix)));
+  }
+  if (!put.ok() && !ManifestIsOurs(store, key, uuid)) return put;
+  (void)WriteLatestHint(store, prefix, 1);
+  return built;
+}
+
+std::optional<std::string> FindConflict(const std::vector<pb::Transaction>& intervening,
+                                        const std::vector<uint32_t>& fragments,
+                                        bool include_modified) {
+  if (fragments.empty()) return std::nullopt;
+  const std::unordered_set<uint32_t> wanted(fragments.begin(), fragments.end());
+  for (const pb::Transaction& txn : intervening) {
+    for (uint32_t id : txn.removed_fragments()) {
+      if (wanted.count(id) != 0) {
+        return fmt::format("fragment {} was {} by a concurrent {} (version {})", id,
+                           txn.operation() == "compact" ? "rewritten" : "removed", txn.operation(),
+                           txn.version());
+      }
+    }
+    if (!include_modified) continue;
+    for (uint32_t id : txn.modified_fragments()) {
+      if (wanted.count(id) != 0) {
+        return fmt::format("fragment {} was changed by a concurrent {} (version {})", id,
+                           txn.operation(), txn.version());
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace strata::table::internal

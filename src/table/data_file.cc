@@ -1,0 +1,501 @@
+// Data files: Arrow IPC files written into memory, cut into checksummed regions (header, one
+// per batch, footer) and put whole; readers verify each region before decoding from it.
+#include "table/data_file.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <set>
+#include <utility>
+
+#include "strata/builder.h"
+#include "strata/expr.h"
+#include "table/format.h"
+#include "util/checksum.h"
+
+namespace strata::table::internal {
+namespace {
+
+// Uncompressed bytes of rows [begin, end) of `array` (offsets relative to the array's
+// logical start): values, offsets and validity. Dictionary columns count their indices only;
+// the dictionary values are written once per file as deltas. Non-decreasing in `end`, which
+// the batch cutting below relies on.
+int64_t RangeBytes(const ArrayData& data, int64_t begin, int64_t end) {
+  const int64_t n = end - begin;
+  if (n <= 0) return 0;
+  int64_t bytes = data.null_count > 0 ? (n + 7) / 8 : 0;
+  const DataType& type = *data.type;
+  const int64_t first = data.offset + begin;
+  const int64_t last = data.offset + end;  // exclusive
+  switch (type.id()) {
+    case TypeId::kUtf8:
+    case TypeId::kBinary: {
+      const int32_t* offsets = data.buffers[1].data_as<int32_t>();
+      return bytes + 4 * n + (int64_t{offsets[last]} - offsets[first]);
+    }
+    case TypeId::kLargeUtf8:
+    case TypeId::kLargeBinary: {
+      const int64_t* offsets = data.buffers[1].data_as<int64_t>();
+      return bytes + 8 * n + (offsets[last] - offsets[first]);
+    }
+    case TypeId::kList: {
+      const int32_t* offsets = data.buffers[1].data_as<int32_t>();
+      return bytes + 4 * n + RangeBytes(*data.children[0], offsets[first], offsets[last]);
+    }
+    case TypeId::kLargeList: {
+      const int64_t* offsets = data.buffers[1].data_as<int64_t>();
+      return bytes + 8 * n + RangeBytes(*data.children[0], offsets[first], offsets[last]);
+    }
+    case TypeId::kFixedSizeList: {
+      const int64_t size = type.list_size();
+      return bytes + RangeBytes(*data.children[0], first * size, last * size);
+    }
+    case TypeId::kStruct:
+      for (const ArrayDataPtr& child : data.children) bytes += RangeBytes(*child, first, last);
+      return bytes;
+    case TypeId::kDictionary:
+      return bytes + n * (type.index_type()->bit_width() / 8);
+    default:
+      return bytes + (n * type.bit_width() + 7) / 8;
+  }
+}
+
+int64_t BatchRangeBytes(const RecordBatch& batch, int64_t begin, int64_t end) {
+  int64_t bytes = 0;
+  for (const Array& column : batch.columns()) bytes += RangeBytes(*column.data(), begin, end);
+  return bytes;
+}
+
+// Why `actual` is not `expected` (field metadata aside), for error messages.
+std::string DescribeSchemaMismatch(const Schema& actual, const Schema& expected) {
+  if (actual.num_fields() != expected.num_fields()) {
+    return fmt::format("batch has {} columns, the data file {}", actual.num_fields(),
+                       expected.num_fields());
+  }
+  for (int i = 0; i < actual.num_fields(); ++i) {
+    if (!actual.field(i)->Equals(*expected.field(i), /*check_metadata=*/false)) {
+      return fmt::format("batch column {} is '{}', the data file's is '{}'", i,
+                         actual.field(i)->ToString(), expected.field(i)->ToString());
+    }
+  }
+  return "schemas differ";
+}
+
+// `result`, with `context` prefixed to its error.
+template <typename T>
+Result<T> WithContext(Result<T> result, std::string_view context) {
+  if (!result.ok()) return result.status().WithContext(context);
+  return result;
+}
+
+std::string RegionName(int batch) {
+  if (batch == -1) return "header";
+  if (batch == -2) return "footer";
+  return fmt::format("batch {}", batch);
+}
+
+Status VerifyRegion(const Buffer& data, const pb::Region& region, std::string_view key,
+                    const std::string& name) {
+  // Bounds were checked by CheckTiling.
+  const uint64_t computed = XxHash3_64(data.view().substr(static_cast<size_t>(region.offset()),
+                                                          static_cast<size_t>(region.length())));
+  if (computed != region.xxh3()) {
+    return Status::Corruption(fmt::format(
+        "data file {}: checksum mismatch in {} (bytes [{}, {})): stored {:016x}, computed {:016x}",
+        key, name, region.offset(), region.offset() + region.length(), region.xxh3(), computed));
+  }
+  return Status::OK();
+}
+
+// The regions must cover [0, size) in order: header, batches, footer.
+Status CheckTiling(const pb::DataFile& entry, std::string_view key) {
+  int64_t position = 0;
+  auto check = [&](const pb::Region& region, const std::string& name) -> Status {
+    if (region.offset() != position || region.length() <= 0 ||
+        region.length() > entry.size() - position) {
+      return Status::Corruption(fmt::format(
+          "data file {}: {} region [{}, +{}) does not continue the file at offset {} (size {})",
+          key, name, region.offset(), region.length(), position, entry.size()));
+    }
+    position += region.length();
+    return Status::OK();
+  };
+  STRATA_RETURN_IF_ERROR(check(entry.header(), RegionName(-1)));
+  for (int i = 0; i < entry.batches_size(); ++i) {
+    STRATA_RETURN_IF_ERROR(check(entry.batches(i).region(), RegionName(i)));
+  }
+  STRATA_RETURN_IF_ERROR(check(entry.footer(), RegionName(-2)));
+  if (position != entry.size()) {
+    return Status::Corruption(fmt::format("data file {}: regions end at {}, the file at {}", key,
+                                          position, entry.size()));
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------
+// Writer
+
+class DataFileWriterImpl final : public DataFileWriter {
+ public:
+  DataFileWriterImpl(std::shared_ptr<ObjectStore> store, std::string prefix, SchemaPtr schema,
+                     std::vector<int32_t> field_ids, DataFileWriteOptions options)
+      : store_(std::move(store)),
+        prefix_(std::move(prefix)),
+        schema_(std::move(schema)),
+        field_ids_(std::move(field_ids)),
+        options_(options) {}
+
+  Status Start() {
+    ipc::WriteOptions write_options;
+    write_options.compression = options_.compression;
+    STRATA_ASSIGN_OR_RETURN(writer_, ipc::FileWriter::Make(&out_, schema_, write_options));
+    header_end_ = out_.Tell();
+    return Status::OK();
+  }
+
+  Status Write(const RecordBatch& batch) override {
+    STRATA_RETURN_IF_ERROR(Usable());
+    if (batch.schema() == nullptr || !batch.schema()->Equals(*schema_, /*check_metadata=*/false)) {
+      return Status::InvalidArgument(fmt::format(
+          "data file writer: {}", batch.schema() == nullptr
+                                      ? std::string("batch has no schema")
+                                      : DescribeSchemaMismatch(*batch.schema(), *schema_)));
+    }
+    // Relabelled with the writer's fields (the batch's may carry other metadata).
+    STRATA_ASSIGN_OR_RETURN(
+        const RecordBatch rows,
+        WithContext(RecordBatch::Make(schema_, batch.num_rows(), batch.columns()),
+                    "data file writer"));
+    const int64_t n = rows.num_rows();
+    int64_t position = 0;
+    while (position < n) {
+      const int64_t limit = std::min(options_.max_rows_per_batch - pending_rows_, n - position);
+      // The most rows from `position` that keep the pending batch within the byte limit.
+      int64_t lo = 0;
+      int64_t hi = limit;
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo + 1) / 2;
+        if (pending_bytes_ + BatchRangeBytes(rows, position, position + mid) <=
+            options_.max_bytes_per_batch) {
+          lo = mid;
+        } else {
+          hi = mid - 1;
+        }
+      }
+      int64_t take = lo;
+      if (take == 0) {
+        if (pending_rows_ > 0) {
+          STRATA_RETURN_IF_ERROR(Track(FlushPending()));
+          continue;
+        }
+        take = 1;  // a row larger than the byte limit makes a batch of its own
+      }
+      const int64_t bytes = BatchRangeBytes(rows, position, position + take);
+      pending_.push_back(rows.Slice(position, take));
+      pending_rows_ += take;
+      pending_bytes_ += bytes;
+      bytes_buffered_ += bytes;
+      position += take;
+      if (pending_rows_ >= options_.max_rows_per_batch || take < limit) {
+        STRATA_RETURN_IF_ERROR(Track(FlushPending()));
+      }
+    }
+    return Status::OK();
+  }
+
+  int64_t rows_written() const override { return rows_written_; }
+  int64_t bytes_buffered() const override { return bytes_buffered_; }
+
+  Result<pb::DataFile> Finish() override {
+    STRATA_RETURN_IF_ERROR(Usable());
+    finished_ = true;
+    STRATA_RETURN_IF_ERROR(Track(FlushPending()));
+    const int64_t footer_start = out_.Tell();
+    STRATA_RETURN_IF_ERROR(Track(writer_->Close()));
+    STRATA_RETURN_IF_ERROR(Track(out_.Close()));
+    const Buffer bytes = out_.Finish();
+    const std::string_view view = bytes.view();
+
+    pb::DataFile entry;
+    entry.set_path(NewDataFileKey());
+    for (int32_t id : field_ids_) entry.add_field_ids(id);
+    entry.set_size(bytes.size());
+    auto fill = [&](pb::Region* region, int64_t offset, int64_t length) {
+      region->set_offset(offset);
+      region->set_length(length);
+      region->set_xxh3(XxHash3_64(view.substr(offset, length)));
+    };
+    fill(entry.mutable_header(), 0, header_end_);
+    for (pb::BatchInfo& info : batches_) {
+      pb::Region* region = info.mutable_region();
+      fill(region, region->offset(), region->length());
+      *entry.add_batches() = std::move(info);
+    }
+    batches_.clear();
+    fill(entry.mutable_footer(), footer_start, bytes.size() - footer_start);
+    STRATA_RETURN_IF_ERROR(
+        store_->Put(prefix_ + entry.path(), view).WithContext("putting data file"));
+    return entry;
+  }
+
+ private:
+  Status Usable() const {
+    if (!error_.ok()) return error_.WithContext("data file writer failed earlier");
+    if (finished_) return Status::InvalidArgument("data file writer is finished");
+    return Status::OK();
+  }
+  Status Track(Status st) {
+    if (!st.ok() && error_.ok()) error_ = st;
+    return st;
+  }
+
+  // Writes the pending rows as one batch and records its region and statistics.
+  Status FlushPending() {
+    if (pending_rows_ == 0) return Status::OK();
+    std::vector<Array> columns;
+    columns.reserve(schema_->num_fields());
+    for (int c = 0; c < schema_->num_fields(); ++c) {
+      if (pending_.size() == 1) {
+        columns.push_back(pending_[0].column(c));
+        continue;
+      }
+      std::vector<Array> pieces;
+      pieces.reserve(pending_.size());
+      for (const RecordBatch& piece : pending_) pieces.push_back(piece.column(c));
+      STRATA_ASSIGN_OR_RETURN(Array column, Concatenate(pieces));
+      columns.push_back(std::move(column));
+    }
+    STRATA_ASSIGN_OR_RETURN(RecordBatch batch,
+                            RecordBatch::Make(schema_, pending_rows_, std::move(columns)));
+    pb::BatchInfo info;
+    info.set_num_rows(pending_rows_);
+    for (const Array& column : batch.columns()) {
+      STRATA_ASSIGN_OR_RETURN(expr::ColumnStatistics stats, expr::ComputeStatistics(column));
+      *info.add_stats() = StatsToProto(stats);
+    }
+    const int64_t start = out_.Tell();
+    STRATA_RETURN_IF_ERROR(writer_->WriteBatch(batch));
+    info.mutable_region()->set_offset(start);
+    info.mutable_region()->set_length(out_.Tell() - start);
+    batches_.push_back(std::move(info));
+    rows_written_ += pending_rows_;
+    pending_.clear();
+    pending_rows_ = 0;
+    pending_bytes_ = 0;
+    return Status::OK();
+  }
+
+  std::shared_ptr<ObjectStore> store_;
+  std::string prefix_;
+  SchemaPtr schema_;
+  std::vector<int32_t> field_ids_;
+  DataFileWriteOptions options_;
+  ipc::BufferOutputStream out_;
+  std::unique_ptr<ipc::FileWriter> writer_;
+  int64_t header_end_ = 0;
+  std::vector<RecordBatch> pending_;  // slices of input batches, not yet written
+  int64_t pending_rows_ = 0;
+  int64_t pending_bytes_ = 0;
+  std::vector<pb::BatchInfo> batches_;  // region checksums are filled in by Finish()
+  int64_t rows_written_ = 0;
+  int64_t bytes_buffered_ = 0;
+  bool finished_ = false;
+  Status error_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Reader
+
+class DataFileReaderImpl final : public DataFileReader {
+ public:
+  DataFileReaderImpl(std::string key, pb::DataFile entry, Buffer data)
+      : key_(std::move(key)),
+        entry_(std::move(entry)),
+        data_(std::move(data)),
+        bytes_verified_(std::make_unique<std::atomic<bool>[]>(entry_.batches_size())),
+        message_checked_(std::make_unique<std::atomic<bool>[]>(entry_.batches_size())) {}
+
+  // Size, tiling and header/footer checksums, then the IPC footer. `verify_all` checks every
+  // batch up front as well; otherwise a batch is checked when first read, so one bad batch
+  // does not keep the others from being read.
+  Status Init(const ipc::ReadOptions& options, bool verify_all) {
+    if (data_.size() != entry_.size()) {
+      return Status::Corruption(fmt::format("data file {} has {} bytes, its manifest entry says {}",
+                                            key_, data_.size(), entry_.size()));
+    }
+    STRATA_RETURN_IF_ERROR(CheckTiling(entry_, key_));
+    STRATA_RETURN_IF_ERROR(VerifyRegion(data_, entry_.header(), key_, RegionName(-1)));
+    STRATA_RETURN_IF_ERROR(VerifyRegion(data_, entry_.footer(), key_, RegionName(-2)));
+    if (verify_all) {
+      for (int i = 0; i < num_batches(); ++i) STRATA_RETURN_IF_ERROR(VerifyBatch(i));
+    }
+    Result<std::unique_ptr<ipc::FileReader>> reader =
+        ipc::FileReader::Open(ipc::SourceFromBuffer(data_), options);
+    if (!reader.ok()) {
+      // Dictionaries are read at open, from batch regions: name a bad region if there is one.
+      for (int i = 0; i < num_batches(); ++i) STRATA_RETURN_IF_ERROR(VerifyBatch(i));
+      return reader.status().WithContext(fmt::format("data file {}", key_));
+    }
+    reader_ = std::move(*reader);
+    if (reader_->num_dictionaries() > 0) {
+      for (int i = 0; i < num_batches(); ++i) STRATA_RETURN_IF_ERROR(VerifyBatch(i));
+    }
+    const SchemaPtr& schema = reader_->schema();
+    if (schema->num_fields() != entry_.field_ids_size()) {
+      return Status::Corruption(fmt::format("data file {} has {} columns, its manifest entry {}",
+                                            key_, schema->num_fields(), entry_.field_ids_size()));
+    }
+    if (reader_->num_batches() != entry_.batches_size()) {
+      return Status::Corruption(fmt::format("data file {} has {} batches, its manifest entry {}",
+                                            key_, reader_->num_batches(), entry_.batches_size()));
+    }
+    if (verify_all) {
+      for (int i = 0; i < num_batches(); ++i) STRATA_RETURN_IF_ERROR(CheckBatch(i));
+    }
+    return Status::OK();
+  }
+
+  const SchemaPtr& schema() const override { return reader_->schema(); }
+  int num_batches() const override { return entry_.batches_size(); }
+
+  Result<RecordBatch> ReadBatch(int i, const std::vector<int>& columns) const override {
+    if (i < 0 || i >= num_batches()) {
+      return Status::InvalidArgument(
+          fmt::format("data file {}: no batch {} (it has {})", key_, i, num_batches()));
+    }
+    STRATA_RETURN_IF_ERROR(CheckBatch(i));
+    STRATA_ASSIGN_OR_RETURN(
+        RecordBatch batch,
+        WithContext(reader_->ReadBatch(i, columns), fmt::format("data file {} batch {}", key_, i)));
+    if (batch.num_rows() != entry_.batches(i).num_rows()) {
+      return Status::Corruption(fmt::format("data file {}: batch {} has {} rows, the entry {}",
+                                            key_, i, batch.num_rows(),
+                                            entry_.batches(i).num_rows()));
+    }
+    return batch;
+  }
+
+  int64_t memory_bytes() const override {
+    const SchemaPtr& schema = reader_->schema();
+    return static_cast<int64_t>(sizeof(*this) + entry_.SpaceUsedLong() + key_.size()) +
+           num_batches() * int64_t{64} + schema->num_fields() * int64_t{256};
+  }
+
+ private:
+  // The checksum of batch i's region (hashed once per reader; threads racing on the first
+  // read may both hash, which is harmless).
+  Status VerifyBatch(int i) const {
+    std::atomic<bool>& verified = bytes_verified_[i];
+    if (verified.load(std::memory_order_acquire)) return Status::OK();
+    STRATA_RETURN_IF_ERROR(VerifyRegion(data_, entry_.batches(i).region(), key_, RegionName(i)));
+    verified.store(true, std::memory_order_release);
+    return Status::OK();
+  }
+
+  // VerifyBatch, then that the footer places batch i's message inside its region with the
+  // row count the entry records. Needs reader_.
+  Status CheckBatch(int i) const {
+    std::atomic<bool>& checked = message_checked_[i];
+    if (checked.load(std::memory_order_acquire)) return Status::OK();
+    STRATA_RETURN_IF_ERROR(VerifyBatch(i));
+    STRATA_ASSIGN_OR_RETURN(
+        ipc::BatchInfo info,
+        WithContext(reader_->InspectBatch(i), fmt::format("data file {} batch {}", key_, i)));
+    const pb::BatchInfo& expected = entry_.batches(i);
+    const pb::Region& region = expected.region();
+    if (info.num_rows != expected.num_rows()) {
+      return Status::Corruption(fmt::format("data file {}: batch {} has {} rows, the entry {}",
+                                            key_, i, info.num_rows, expected.num_rows()));
+    }
+    const int64_t end = info.offset + info.metadata_length + info.body_length;
+    if (info.offset < region.offset() || end > region.offset() + region.length()) {
+      return Status::Corruption(fmt::format(
+          "data file {}: batch {} message [{}, {}) lies outside its region [{}, {})", key_, i,
+          info.offset, end, region.offset(), region.offset() + region.length()));
+    }
+    checked.store(true, std::memory_order_release);
+    return Status::OK();
+  }
+
+  std::string key_;
+  pb::DataFile entry_;
+  Buffer data_;
+  std::unique_ptr<std::atomic<bool>[]> bytes_verified_;   // per batch: checksum matched
+  std::unique_ptr<std::atomic<bool>[]> message_checked_;  // per batch: CheckBatch passed
+  std::unique_ptr<ipc::FileReader> reader_;
+};
+
+Result<std::unique_ptr<DataFileReaderImpl>> OpenImpl(ObjectStore& store, const std::string& prefix,
+                                                     const pb::DataFile& entry,
+                                                     const ipc::ReadOptions& options,
+                                                     bool verify_all) {
+  const std::string key = prefix + entry.path();
+  STRATA_ASSIGN_OR_RETURN(Buffer data,
+                          WithContext(store.Get(key), fmt::format("reading data file {}", key)));
+  auto reader = std::make_unique<DataFileReaderImpl>(key, entry, std::move(data));
+  STRATA_RETURN_IF_ERROR(reader->Init(options, verify_all));
+  return reader;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DataFileWriter>> DataFileWriter::Make(std::shared_ptr<ObjectStore> store,
+                                                             std::string table_prefix,
+                                                             SchemaPtr schema,
+                                                             std::vector<int32_t> field_ids,
+                                                             DataFileWriteOptions options) {
+  if (store == nullptr) return Status::InvalidArgument("data file writer needs an object store");
+  STRATA_RETURN_IF_ERROR(ValidateObjectPrefix(table_prefix));
+  if (schema == nullptr || schema->num_fields() == 0) {
+    return Status::InvalidArgument("data file writer needs a schema with at least one column");
+  }
+  if (static_cast<int>(field_ids.size()) != schema->num_fields()) {
+    return Status::InvalidArgument(fmt::format("data file writer got {} field ids for {} columns",
+                                               field_ids.size(), schema->num_fields()));
+  }
+  std::set<int32_t> seen;
+  for (int32_t id : field_ids) {
+    if (id < 0 || !seen.insert(id).second) {
+      return Status::InvalidArgument(
+          fmt::format("data file writer: field id {} is negative or repeated", id));
+    }
+  }
+  if (options.max_rows_per_batch <= 0 || options.max_bytes_per_batch <= 0) {
+    return Status::InvalidArgument(
+        fmt::format("data file batch limits must be positive, not {} rows / {} bytes",
+                    options.max_rows_per_batch, options.max_bytes_per_batch));
+  }
+  auto writer = std::make_unique<DataFileWriterImpl>(
+      std::move(store), std::move(table_prefix), std::move(schema), std::move(field_ids), options);
+  STRATA_RETURN_IF_ERROR(writer->Start());
+  return std::unique_ptr<DataFileWriter>(std::move(writer));
+}
+
+Result<std::shared_ptr<DataFileReader>> DataFileReader::Open(std::shared_ptr<ObjectStore> store,
+                                                             const std::string& table_prefix,
+                                                             const pb::DataFile& entry) {
+  if (store == nullptr) return Status::InvalidArgument("data file reader needs an object store");
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DataFileReaderImpl> reader,
+                          OpenImpl(*store, table_prefix, entry, ipc::ReadOptions{},
+                                   /*verify_all=*/false));
+  return std::shared_ptr<DataFileReader>(std::move(reader));
+}
+
+Status VerifyDataFile(ObjectStore& store, const std::string& table_prefix,
+                      const pb::DataFile& entry) {
+  ipc::ReadOptions options;
+  options.validate_full = true;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DataFileReaderImpl> reader,
+                          OpenImpl(store, table_prefix, entry, options, /*verify_all=*/true));
+  std::vector<int> all_columns(reader->schema()->num_fields());
+  for (size_t c = 0; c < all_columns.size(); ++c) all_columns[c] = static_cast<int>(c);
+  for (int i = 0; i < reader->num_batches(); ++i) {
+    STRATA_ASSIGN_OR_RETURN(RecordBatch batch, reader->ReadBatch(i, all_columns));
+    STRATA_RETURN_IF_ERROR(batch.ValidateFull().WithContext(
+        fmt::format("data file {}{} batch {}", table_prefix, entry.path(), i)));
+  }
+  return Status::OK();
+}
+
+}  // namespace strata::table::internal

@@ -1,0 +1,599 @@
+// Table: handles, versions and every change (append, delete, schema and metadata updates,
+// maintenance). Reads live in scan.cc. Each change builds its manifest on the newest
+// version inside CommitWithRetry, so a lost race is rebased rather than failed.
+#include "strata/table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "table/commit.h"
+#include "table/scan.h"
+#include "table/table_internal.h"
+#include "util/clock.h"
+#include "util/uuid.h"
+
+namespace strata::table {
+
+using internal::SnapshotPtr;
+
+namespace {
+
+VersionInfo DescribeVersion(const internal::Snapshot& snapshot) {
+  const pb::Manifest& manifest = snapshot.manifest;
+  VersionInfo info;
+  info.version = manifest.version();
+  info.timestamp_micros = manifest.timestamp_micros();
+  info.operation = manifest.transaction().operation();
+  info.read_version = manifest.transaction().read_version();
+  info.num_rows = snapshot.live_rows();
+  info.num_fragments = manifest.fragments_size();
+  return info;
+}
+
+Status CheckPrefix(std::string_view prefix) {
+  if (!prefix.empty() && prefix.back() != '/') {
+    return Status::InvalidArgument(
+        fmt::format("table prefix '{}' must be empty or end with '/'", prefix));
+  }
+  return ValidateObjectPrefix(prefix);
+}
+
+Status CheckWritable(const Table::Impl& impl) {
+  if (!impl.read_only) return Status::OK();
+  return Status::InvalidArgument(
+      fmt::format("table is checked out at version {} (read-only)", impl.current()->version()));
+}
+
+// The next manifest starts as a copy of `base` without its transaction.
+pb::Manifest NextManifest(const internal::Snapshot& base) {
+  pb::Manifest manifest = base.manifest;
+  manifest.clear_transaction();
+  return manifest;
+}
+
+Result<SnapshotPtr> Commit(Table::Impl& impl, const SnapshotPtr& read, std::string operation,
+                           std::string detail, internal::ManifestBuilder build) {
+  internal::CommitRequest request;
+  request.operation = std::move(operation);
+  request.detail = std::move(detail);
+  request.max_retries = impl.context->options.commit_retries;
+  request.build = std::move(build);
+  STRATA_ASSIGN_OR_RETURN(
+      internal::CommitOutcome outcome,
+      internal::CommitWithRetry(*impl.context->store, impl.context->prefix, read, request));
+  impl.Advance(outcome.snapshot);
+  return outcome.snapshot;
+}
+
+bool Contains(const google::protobuf::RepeatedField<uint32_t>& ids, uint32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+// Deletes the rows at `addresses` (live rows of `read`), merging with deletions committed
+// concurrently.
+Result<DeleteResult> DeleteAddresses(Table::Impl& impl, const SnapshotPtr& read,
+                                     const std::vector<uint64_t>& addresses, std::string detail) {
+  DeleteResult result;
+  result.version = read->version();
+  if (addresses.empty()) return result;
+  std::map<uint32_t, internal::DeletionVector> deltas;
+  for (uint64_t address : addresses) {
+    deltas[RowAddressFragment(address)].Add(RowAddressOffset(address));
+  }
+  internal::TableContext& context = *impl.context;
+  bool nothing_to_delete = false;
+  int64_t rows_deleted = 0;
+  // A retry whose base has the same deletion file for a fragment as an earlier attempt
+  // reuses the merged file written then, so a lost race costs no new write.
+  struct Written {
+    std::string base_path;  // the base's deletion file ("" when it had none)
+    pb::DeletionFile file;
+    int64_t added = 0;
+  };
+  std::map<uint32_t, Written> written;
+  auto build = [&](const internal::Snapshot& base,
+                   const std::vector<pb::Transaction>& intervening) -> Result<pb::Manifest> {
+    pb::Manifest manifest = NextManifest(base);
+    int64_t deleted = 0;
+    std::set<uint32_t> removed;
+    std::map<uint32_t, pb::DeletionFile> replaced;
+    for (const auto& [id, delta] : deltas) {
+      const pb::Fragment* fragment = base.FindFragment(id);
+      if (fragment == nullptr) {
+        // Gone: fine when a concurrent delete removed every row, a conflict when compaction
+        // or repair rewrote or dropped it.
+        for (const pb::Transaction& t : intervening) {
+          if (t.operation() != "delete" && Contains(t.removed_fragments(), id)) {
+            std::optional<std::string> conflict = internal::FindConflict(intervening, {id}, false);
+            return Status::Busy(
+                fmt::format("commit conflict: {}; retry the delete",
+                            conflict ? *conflict
+                                     : fmt::format("fragment {} was removed by a concurrent {}", id,
+                                                   t.operation())));
+          }
+        }
+        continue;
+      }
+      const std::string base_path = fragment->has_deletion() ? fragment->deletion().path() : "";
+      if (auto it = written.find(id); it != written.end() && it->second.base_path == base_path) {
+        deleted += it->second.added;
+        replaced.emplace(id, it->second.file);
+        continue;
+      }
+      internal::DeletionVector merged;
+      int64_t before = 0;
+      if (fragment->has_deletion()) {
+        STRATA_ASSIGN_OR_RETURN(
+            std::shared_ptr<const internal::DeletionVector> existing,
+            context.cache.Deletions(*context.store, context.prefix, fragment->deletion(),
+                                    fragment->physical_rows()));
+        merged = *existing;
+        before = merged.Cardinality();
+      }
+      merged.UnionWith(delta);
+      const int64_t added = merged.Cardinality() - before;
+      if (added == 0) continue;  // a concurrent delete got there first
+      deleted += added;
+      if (merged.Cardinality() >= fragment->physical_rows()) {
+        removed.insert(id);
+        continue;
+      }
+      STRATA_ASSIGN_OR_RETURN(
+          pb::DeletionFile file,
+          internal::WriteDeletionFile(*context.store, context.prefix, id, base.version(),
+                                      fragment->physical_rows(), merged));
+      written[id] = Written{base_path, file, added};
+      replaced.emplace(id, std::move(file));
+    }
+    nothing_to_delete = deleted == 0;
+    if (nothing_to_delete) return Status::Aborted("nothing left to delete");
+    google::protobuf::RepeatedPtrField<pb::Fragment> kept;
+    for (pb::Fragment& fragment : *manifest.mutable_fragments()) {
+      if (removed.contains(fragment.id())) continue;
+      auto it = replaced.find(fragment.id());
+      if (it != replaced.end()) *fragment.mutable_deletion() = it->second;
+      *kept.Add() = std::move(fragment);
+    }
+    manifest.mutable_fragments()->Swap(&kept);
+    pb::Transaction* transaction = manifest.mutable_transaction();
+    for (const auto& [id, file] : replaced) transaction->add_modified_fragments(id);
+    for (uint32_t id : removed) transaction->add_removed_fragments(id);
+    rows_deleted = deleted;
+    return manifest;
+  };
+  Result<SnapshotPtr> committed = Commit(impl, read, "delete", std::move(detail), build);
+  if (!committed.ok()) {
+    if (nothing_to_delete) return result;
+    return committed.status();
+  }
+  result.version = (*committed)->version();
+  result.rows_deleted = rows_deleted;
+  return result;
+}
+
+// Batches whose column sets differ are padded with nulls to the union of their columns.
+Result<std::vector<RecordBatch>> AlignBatches(const internal::Snapshot& snapshot,
+                                              const std::vector<RecordBatch>& batches) {
+  bool same = true;
+  for (const RecordBatch& batch : batches) {
+    STRATA_RETURN_IF_ERROR(internal::CheckAppendSchema(snapshot, *batch.schema()));
+    const Schema& a = *batch.schema();
+    const Schema& b = *batches.front().schema();
+    if (a.num_fields() != b.num_fields()) {
+      same = false;
+      continue;
+    }
+    for (int i = 0; i < a.num_fields(); ++i)
+      same = same && a.field(i)->name() == b.field(i)->name();
+  }
+  if (same) return batches;
+  const Schema& table = *snapshot.schema;
+  std::vector<int> columns;
+  for (int i = 0; i < table.num_fields(); ++i) {
+    for (const RecordBatch& batch : batches) {
+      if (batch.schema()->GetFieldIndex(table.field(i)->name()) >= 0) {
+        columns.push_back(i);
+        break;
+      }
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(SchemaPtr aligned_schema, table.Project(columns));
+  std::vector<RecordBatch> aligned;
+  for (const RecordBatch& batch : batches) {
+    std::vector<Array> arrays;
+    for (int column : columns) {
+      Array array = batch.GetColumnByName(table.field(column)->name());
+      if (!array.is_valid_handle())
+        array = Array::MakeNull(table.field(column)->type(), batch.num_rows());
+      arrays.push_back(std::move(array));
+    }
+    STRATA_ASSIGN_OR_RETURN(RecordBatch b,
+                            RecordBatch::Make(aligned_schema, batch.num_rows(), std::move(arrays)));
+    aligned.push_back(std::move(b));
+  }
+  return aligned;
+}
+
+}  // namespace
+
+Table::Table(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Table::~Table() = default;
+
+Result<std::shared_ptr<Table>> Table::Create(std::shared_ptr<ObjectStore> store, std::string prefix,
+                                             SchemaPtr schema, TableOptions options) {
+  STRATA_RETURN_IF_ERROR(CheckPrefix(prefix));
+  if (schema == nullptr) return Status::InvalidArgument("Table::Create: schema is null");
+  pb::Manifest manifest;
+  STRATA_ASSIGN_OR_RETURN(*manifest.mutable_schema(), internal::SchemaToProto(*schema));
+  STRATA_ASSIGN_OR_RETURN(std::optional<int> key, internal::FindPrimaryKey(*schema));
+  if (key) {
+    pb::Index* index = manifest.add_indexes();
+    index->set_name(std::string(internal::kKeyIndexName));
+    index->set_type("key");
+    index->set_field_id(manifest.schema().fields(*key).id());
+  }
+  manifest.set_version(1);
+  manifest.set_next_fragment_id(0);
+  manifest.set_next_field_id(schema->num_fields());
+  manifest.set_timestamp_micros(SystemClock()->NowMicros());
+  manifest.set_table_uuid(UuidV4(*SystemRandom()).ToString());
+  pb::Transaction* transaction = manifest.mutable_transaction();
+  transaction->set_operation("create");
+  transaction->set_uuid(UuidV4(*SystemRandom()).ToString());
+  STRATA_ASSIGN_OR_RETURN(SnapshotPtr snapshot,
+                          internal::CommitCreate(*store, prefix, std::move(manifest)));
+  auto impl = std::make_unique<Impl>();
+  impl->context =
+      std::make_shared<internal::TableContext>(std::move(store), std::move(prefix), options);
+  impl->Advance(std::move(snapshot));
+  return std::shared_ptr<Table>(new Table(std::move(impl)));
+}
+
+Result<std::shared_ptr<Table>> Table::Open(std::shared_ptr<ObjectStore> store, std::string prefix,
+                                           TableOptions options) {
+  STRATA_RETURN_IF_ERROR(CheckPrefix(prefix));
+  STRATA_ASSIGN_OR_RETURN(uint64_t latest, internal::FindLatestVersion(*store, prefix));
+  STRATA_ASSIGN_OR_RETURN(SnapshotPtr snapshot, internal::LoadVersion(*store, prefix, latest));
+  auto impl = std::make_unique<Impl>();
+  impl->context =
+      std::make_shared<internal::TableContext>(std::move(store), std::move(prefix), options);
+  impl->Advance(std::move(snapshot));
+  return std::shared_ptr<Table>(new Table(std::move(impl)));
+}
+
+Result<bool> Table::Exists(ObjectStore& store, std::string_view prefix) {
+  STRATA_RETURN_IF_ERROR(CheckPrefix(prefix));
+  Result<uint64_t> latest = internal::FindLatestVersion(store, std::string(prefix));
+  if (latest.ok()) return true;
+  if (latest.status().IsNotFound()) return false;
+  return latest.status();
+}
+
+uint64_t Table::version() const { return impl_->current()->version(); }
+SchemaPtr Table::schema() const { return impl_->current()->schema; }
+std::optional<int> Table::primary_key_column() const { return impl_->current()->key_column; }
+bool Table::read_only() const { return impl_->read_only; }
+
+KeyValueMetadata Table::metadata() const {
+  SnapshotPtr snapshot = impl_->current();
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const pb::KeyValue& kv : snapshot->manifest.metadata()) {
+    entries.emplace_back(kv.key(), kv.value());
+  }
+  return KeyValueMetadata(std::move(entries));
+}
+
+Result<TableStats> Table::Stats() const {
+  SnapshotPtr snapshot = impl_->current();
+  TableStats stats;
+  stats.version = snapshot->version();
+  stats.num_rows = snapshot->live_rows();
+  stats.num_fragments = snapshot->manifest.fragments_size();
+  std::set<uint32_t> covered;
+  const pb::Index* index = snapshot->key_index();
+  if (index != nullptr) {
+    stats.num_index_segments = index->segments_size();
+    for (const pb::KeySegment& segment : index->segments()) {
+      covered.insert(segment.fragment_ids().begin(), segment.fragment_ids().end());
+    }
+  }
+  for (const pb::Fragment& fragment : snapshot->manifest.fragments()) {
+    stats.num_data_files += fragment.files_size();
+    for (const pb::DataFile& file : fragment.files()) stats.data_bytes += file.size();
+    if (fragment.has_deletion()) {
+      ++stats.num_deletion_files;
+      stats.num_deleted_rows += fragment.deletion().num_deleted();
+    }
+    if (index != nullptr && !covered.contains(fragment.id())) ++stats.unindexed_fragments;
+  }
+  return stats;
+}
+
+Status Table::Refresh() {
+  STRATA_RETURN_IF_ERROR(CheckWritable(*impl_));
+  SnapshotPtr current = impl_->current();
+  const std::string& prefix = impl_->context->prefix;
+  ObjectStore& store = *impl_->context->store;
+  STRATA_ASSIGN_OR_RETURN(uint64_t latest,
+                          internal::FindLatestVersion(store, prefix, current->version()));
+  if (latest <= current->version()) return Status::OK();
+  STRATA_ASSIGN_OR_RETURN(SnapshotPtr snapshot, internal::LoadVersion(store, prefix, latest));
+  impl_->Advance(std::move(snapshot));
+  return Status::OK();
+}
+
+Result<uint64_t> Table::LatestVersion() const {
+  return internal::FindLatestVersion(*impl_->context->store, impl_->context->prefix,
+                                     impl_->current()->version());
+}
+
+Result<std::shared_ptr<Table>> Table::Checkout(uint64_t version) const {
+  STRATA_ASSIGN_OR_RETURN(
+      SnapshotPtr snapshot,
+      internal::LoadVersion(*impl_->context->store, impl_->context->prefix, version));
+  auto impl = std::make_unique<Impl>();
+  impl->context = impl_->context;
+  impl->read_only = true;
+  impl->Advance(std::move(snapshot));
+  return std::shared_ptr<Table>(new Table(std::move(impl)));
+}
+
+Result<std::vector<VersionInfo>> Table::ListVersions() const {
+  ObjectStore& store = *impl_->context->store;
+  const std::string& prefix = impl_->context->prefix;
+  STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> versions,
+                          internal::ListVersionNumbers(store, prefix));
+  std::vector<VersionInfo> infos;
+  for (uint64_t version : versions) {
+    Result<SnapshotPtr> snapshot = internal::LoadVersion(store, prefix, version);
+    if (!snapshot.ok()) {
+      if (snapshot.status().IsNotFound()) continue;  // cleaned up after the listing
+      return snapshot.status();
+    }
+    infos.push_back(DescribeVersion(**snapshot));
+  }
+  return infos;
+}
+
+Result<TableDescription> Table::Describe() const {
+  SnapshotPtr snapshot = impl_->current();
+  const pb::Manifest& manifest = snapshot->manifest;
+  auto column_name = [&](int32_t field_id) {
+    auto it = snapshot->column_of_field.find(field_id);
+    return it == snapshot->column_of_field.end() ? fmt::format("field {}", field_id)
+                                                 : snapshot->schema->field(it->second)->name();
+  };
+  TableDescription description;
+  description.version = DescribeVersion(*snapshot);
+  for (const pb::Fragment& fragment : manifest.fragments()) {
+    FragmentInfo info;
+    info.id = fragment.id();
+    info.physical_rows = fragment.physical_rows();
+    for (const pb::DataFile& file : fragment.files()) {
+      DataFileInfo data;
+      data.path = file.path();
+      data.size = file.size();
+      data.num_batches = file.batches_size();
+      for (int32_t id : file.field_ids()) data.columns.push_back(column_name(id));
+      info.data_files.push_back(std::move(data));
+    }
+    if (fragment.has_deletion()) {
+      info.deleted_rows = fragment.deletion().num_deleted();
+      info.deletion_file = fragment.deletion().path();
+      info.deletion_file_size = fragment.deletion().size();
+    }
+    description.fragments.push_back(std::move(info));
+  }
+  for (const pb::Index& index : manifest.indexes()) {
+    IndexInfo info;
+    info.name = index.name();
+    info.type = index.type();
+    info.column = column_name(index.field_id());
+    for (const pb::KeySegment& segment : index.segments()) {
+      info.segments.push_back(IndexSegmentInfo{
+          segment.path(), segment.size(), segment.num_entries(),
+          std::vector<uint32_t>(segment.fragment_ids().begin(), segment.fragment_ids().end())});
+    }
+    description.indexes.push_back(std::move(info));
+  }
+  return description;
+}
+
+Result<AppendResult> Table::Append(const std::vector<RecordBatch>& batches,
+                                   const ProgressCallback& progress) {
+  STRATA_RETURN_IF_ERROR(CheckWritable(*impl_));
+  SnapshotPtr read = impl_->current();
+  AppendResult result;
+  result.version = read->version();
+  if (batches.empty()) return result;
+  STRATA_ASSIGN_OR_RETURN(std::vector<RecordBatch> aligned, AlignBatches(*read, batches));
+  int64_t total = 0;
+  for (const RecordBatch& batch : aligned) total += batch.num_rows();
+  if (total == 0) return result;
+
+  STRATA_ASSIGN_OR_RETURN(
+      std::unique_ptr<internal::FragmentSetWriter> writer,
+      internal::FragmentSetWriter::Make(*impl_->context, *read, aligned.front().schema()));
+  int64_t done = 0;
+  for (const RecordBatch& batch : aligned) {
+    if (batch.num_rows() == 0) continue;
+    STRATA_RETURN_IF_ERROR(writer->Write(batch));
+    done += batch.num_rows();
+    if (progress) progress(done, total);
+  }
+  STRATA_ASSIGN_OR_RETURN(internal::WrittenFragments written, writer->Finish());
+
+  auto build = [&](const internal::Snapshot& base,
+                   const std::vector<pb::Transaction>&) -> Result<pb::Manifest> {
+    pb::Manifest manifest = NextManifest(base);
+    uint32_t next_id = base.manifest.next_fragment_id();
+    std::vector<uint32_t> ids;
+    for (const pb::Fragment& fragment : written.fragments) {
+      pb::Fragment* added = manifest.add_fragments();
+      *added = fragment;
+      added->set_id(next_id);
+      ids.push_back(next_id++);
+    }
+    manifest.set_next_fragment_id(next_id);
+    if (written.key_segment) {
+      pb::Index* index = nullptr;
+      for (pb::Index& candidate : *manifest.mutable_indexes()) {
+        if (candidate.name() == internal::kKeyIndexName) index = &candidate;
+      }
+      if (index == nullptr) {
+        return Status::Internal(fmt::format("version {} lacks the key index '{}'", base.version(),
+                                            internal::kKeyIndexName));
+      }
+      pb::KeySegment* segment = index->add_segments();
+      *segment = *written.key_segment;
+      segment->clear_fragment_ids();
+      for (uint32_t id : ids) segment->add_fragment_ids(id);
+    }
+    for (uint32_t id : ids) manifest.mutable_transaction()->add_added_fragments(id);
+    return manifest;
+  };
+  STRATA_ASSIGN_OR_RETURN(SnapshotPtr committed, Commit(*impl_, read, "append", "", build));
+  result.version = committed->version();
+  result.rows = written.rows;
+  result.fragments = static_cast<int>(written.fragments.size());
+  result.bytes_written = written.bytes_written;
+  return result;
+}
+
+Result<DeleteResult> Table::Delete(std::string_view filter) {
+  STRATA_RETURN_IF_ERROR(CheckWritable(*impl_));
+  if (filter.empty()) {
+    return Status::InvalidArgument("Delete needs a filter (use \"true\" to delete every row)");
+  }
+  SnapshotPtr read = impl_->current();
+  internal::RowSelectionSpec spec;
+  STRATA_ASSIGN_OR_RETURN(spec.filter, expr::Parse(filter));
+  STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> addresses,
+                          internal::SelectRowAddresses(impl_->context, read, std::move(spec)));
+  return DeleteAddresses(*impl_, read, addresses, std::string(filter));
+}
+
+Result<DeleteResult> Table::DeleteKeys(const std::vector<expr::Scalar>& keys) {
+  STRATA_RETURN_IF_ERROR(CheckWritable(*impl_));
+  SnapshotPtr read = impl_->current();
+  if (!read->key_column) {
+    return Status::InvalidArgument("DeleteKeys: the table has no primary-key column");
+  }
+  internal::RowSelectionSpec spec;
+  spec.keys = keys;
+  STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> addresses,
+                          internal::SelectRowAddresses(impl_->context, read, std::move(spec)));
+  std::string detail = fmt::format("{} IN (", read->schema->field(*read->key_column)->name());
+  for (size_t i = 0; i < keys.size() && i < 16; ++i) {
+    detail += (i == 0 ? "" : ", ") + keys[i].ToString();
+  }
+  detail += keys.size() > 16 ? ", ...)" : ")";
+  return DeleteAddresses(*impl_, read, addresses, std::move(detail));
+}
+
+Result<uint64_t> Table::AddColumns(const std::vector<FieldPtr>& fields) {
+  STRATA_RETURN_IF_ERROR(CheckWritable(*impl_));
+  if (fields.empty()) return Status::InvalidArgument("AddColumns: no columns given");
+  SnapshotPtr read = impl_->current();
+  for (const FieldPtr& field : fields) {
+    if (!field->nullable()) {
+      return Status::InvalidArgument(
+          fmt::format("cannot add non-nullable column '{}' ({}): existing rows would have no value",
+                      field->name(), field->type()->ToString()));
+    }
+  }
+  // Validates names (non-empty, unique, not reserved) and types.
+  STRATA_ASSIGN_OR_RETURN(pb::Schema added, internal::SchemaToProto(Schema(fields)));
+  auto build = [&](const internal::Snapshot& base,
+                   const std::vector<pb::Transaction>&) -> Result<pb::Manifest> {
+    pb::Manifest manifest = NextManifest(base);
+    int32_t next_id = base.manifest.next_field_id();
+    for (const pb::Field& field : added.fields()) {
+      if (base.schema->GetFieldIndex(field.name()) >= 0) {
+        return Status::InvalidArgument(fmt::format(
+            "cannot add column '{}': the table already has a column of that name", field.name()));
+      }
+      pb::Field* f = manifest.mutable_schema()->add_fields();
+      *f = field;
+      f->set_id(next_id++);
+    }
+    manifest.set_next_field_id(next_id);
+    return manifest;
+  };
+  std::string detail;
+  for (const FieldPtr& field : fields) detail += (detail.empty() ? "" : ", ") + field->ToString();
+  STRATA_ASSIGN_OR_RETURN(SnapshotPtr committed,
+                          Commit(*impl_, read, "add_columns", std::move(detail), build));
+  return committed->version();
+}
+
+Result<uint64_t> Table::UpdateMetadata(const KeyValueMetadata& updates) {
+  STRATA_RETURN_IF_ERROR(CheckWritable(*impl_));
+  SnapshotPtr read = impl_->current();
+  if (updates.empty()) return read->version();
+  auto build = [&](const internal::Snapshot& base,
+                   const std::vector<pb::Transaction>&) -> Result<pb::Manifest> {
+    pb::Manifest manifest = NextManifest(base);
+    auto* entries = manifest.mutable_metadata();
+    for (const auto& [key, value] : updates.entries()) {
+      auto it = std::find_if(entries->begin(), entries->end(),
+                             [&](const pb::KeyValue& kv) { return kv.key() == key; });
+      if (value.empty()) {
+        if (it != entries->end()) entries->erase(it);
+      } else if (it != entries->end()) {
+        it->set_value(value);
+      } else {
+        pb::KeyValue* kv = entries->Add();
+        kv->set_key(key);
+        kv->set_value(value);
+      }
+    }
+    return manifest;
+  };
+  std::string detail;
+  for (const auto& [key, value] : updates.entries()) detail += (detail.empty() ? "" : ", ") + key;
+  STRATA_ASSIGN_OR_RETURN(SnapshotPtr committed,
+                          Commit(*impl_, read, "update_metadata", std::move(detail), build));
+  return committed->version();
+}
+
+Result<CompactionResult> Table::Compact(const CompactionOptions& options) {
+  STRATA_RETURN_IF_ERROR(CheckWritable(*impl_));
+  SnapshotPtr committed;
+  STRATA_ASSIGN_OR_RETURN(
+      CompactionResult result,
+      internal::CompactTable(*impl_->context, impl_->current(), options, &committed));
+  if (committed) impl_->Advance(std::move(committed));
+  return result;
+}
+
+Result<CleanupResult> Table::CleanupOldVersions(const CleanupOptions& options) {
+  STRATA_RETURN_IF_ERROR(CheckWritable(*impl_));
+  ObjectStore& store = *impl_->context->store;
+  const std::string& prefix = impl_->context->prefix;
+  STRATA_ASSIGN_OR_RETURN(uint64_t latest,
+                          internal::FindLatestVersion(store, prefix, impl_->current()->version()));
+  STRATA_ASSIGN_OR_RETURN(SnapshotPtr snapshot, internal::LoadVersion(store, prefix, latest));
+  STRATA_ASSIGN_OR_RETURN(CleanupResult result,
+                          internal::CleanupTable(*impl_->context, snapshot, options));
+  impl_->Advance(std::move(snapshot));
+  return result;
+}
+
+Result<VerifyReport> Table::Verify(const VerifyOptions& options) const {
+  return internal::VerifyTable(*impl_->context, impl_->current(), options);
+}
+
+Result<RepairReport> Table::Repair() {
+  STRATA_RETURN_IF_ERROR(CheckWritable(*impl_));
+  SnapshotPtr committed;
+  STRATA_ASSIGN_OR_RETURN(RepairReport report,
+                          internal::RepairTable(*impl_->context, impl_->current(), &committed));
+  if (committed) impl_->Advance(std::move(committed));
+  return report;
+}
+
+}  // namespace strata::table

@@ -1,0 +1,203 @@
+// VerifyTable re-reads a version's manifest and every file it references and reports what
+// is missing or corrupt; RepairTable commits a version without the fragments whose files
+// are gone, so the rest of the table stays readable.
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "table/commit.h"
+#include "table/table_internal.h"
+
+namespace strata::table::internal {
+namespace {
+
+// A problem description without the lead naming the object ("data file t/data/x.arrow: "),
+// which the report line already names.
+std::string Describe(const Status& status, const std::string& prefix, const std::string& key) {
+  if (status.IsNotFound()) return "missing from storage";
+  std::string_view message = status.message();
+  for (const std::string& name : {prefix + key, key}) {
+    const size_t at = message.find(name);
+    if (at == std::string_view::npos || at > 32) continue;
+    message.remove_prefix(at + name.size());
+    while (!message.empty() && (message.front() == ':' || message.front() == ' ')) {
+      message.remove_prefix(1);
+    }
+    break;
+  }
+  return fmt::format("{} ({})", message, StatusCodeName(status.code()));
+}
+
+class Verifier {
+ public:
+  Verifier(TableContext& context, VerifyReport* report)
+      : store_(*context.store), prefix_(context.prefix), report_(report) {}
+
+  // Checks manifest `version`; `in_memory` (the handle's decoded copy, may be null) stands
+  // in for a stored manifest that fails its checks, so its files are still verified.
+  void CheckVersion(uint64_t version, const Snapshot* in_memory) {
+    const std::string key = ManifestKey(version);
+    Result<Buffer> bytes = store_.Get(prefix_ + key);
+    if (!bytes.ok()) {
+      // A version listed a moment ago and now gone was removed by a concurrent cleanup;
+      // only the handle's own version is expected to exist.
+      if (bytes.status().IsNotFound() && in_memory == nullptr) return;
+      Problem(version, key, bytes.status());
+      if (in_memory != nullptr) CheckFiles(version, in_memory->manifest);
+      return;
+    }
+    ++report_->manifests_checked;
+    report_->bytes_checked += bytes->size();
+    Result<pb::Manifest> manifest = DecodeManifest(bytes->view(), key);
+    Status status = manifest.status();
+    if (status.ok() && manifest->version() != version) {
+      status = Status::Corruption(
+          fmt::format("holds version {} instead of {}", manifest->version(), version));
+    }
+    if (status.ok()) {
+      Result<SnapshotPtr> decoded = MakeSnapshot(*manifest);
+      status = decoded.status();
+    }
+    if (!status.ok()) {
+      Problem(version, key, status);
+      if (in_memory != nullptr) CheckFiles(version, in_memory->manifest);
+      return;
+    }
+    CheckFiles(version, *manifest);
+  }
+
+ private:
+  void CheckFiles(uint64_t version, const pb::Manifest& manifest) {
+    for (const pb::Fragment& fragment : manifest.fragments()) {
+      for (const pb::DataFile& file : fragment.files()) {
+        CheckOnce(version, file.path(), file.size(),
+                  [&] { return VerifyDataFile(store_, prefix_, file); });
+      }
+      if (fragment.has_deletion()) {
+        const pb::DeletionFile& deletion = fragment.deletion();
+        CheckOnce(version, deletion.path(), deletion.size(), [&] {
+          return ReadDeletionFile(store_, prefix_, deletion, fragment.physical_rows()).status();
+        });
+      }
+    }
+    for (const pb::Index& index : manifest.indexes()) {
+      for (const pb::KeySegment& segment : index.segments()) {
+        CheckOnce(version, segment.path(), segment.size(),
+                  [&] { return KeySegment::Load(store_, prefix_, segment).status(); });
+      }
+    }
+  }
+
+  // Files shared by many versions are read once and reported (if bad) once, under the first
+  // version that references them.
+  template <typename Check>
+  void CheckOnce(uint64_t version, const std::string& key, int64_t size, const Check& check) {
+    if (!checked_.insert(key).second) return;
+    ++report_->files_checked;
+    report_->bytes_checked += size;
+    Status status = check();
+    if (!status.ok()) Problem(version, key, status);
+  }
+
+  void Problem(uint64_t version, const std::string& key, const Status& status) {
+    report_->problems.push_back(
+        fmt::format("version {}: {}: {}", version, key, Describe(status, prefix_, key)));
+  }
+
+  ObjectStore& store_;
+  const std::string& prefix_;
+  VerifyReport* report_;
+  std::unordered_set<std::string> checked_;
+};
+
+}  // namespace
+
+Result<VerifyReport> VerifyTable(TableContext& context, const SnapshotPtr& snapshot,
+                                 const VerifyOptions& options) {
+  if (!snapshot) return Status::InvalidArgument("verify: no version to check");
+  std::vector<uint64_t> versions;
+  if (options.all_versions) {
+    STRATA_ASSIGN_OR_RETURN(versions, ListVersionNumbers(*context.store, context.prefix));
+  } else {
+    versions.push_back(snapshot->version());
+  }
+  VerifyReport report;
+  Verifier verifier(context, &report);
+  for (uint64_t version : versions) {
+    verifier.CheckVersion(version, version == snapshot->version() ? snapshot.get() : nullptr);
+  }
+  return report;
+}
+
+Result<RepairReport> RepairTable(TableContext& context, const SnapshotPtr& read,
+                                 SnapshotPtr* committed) {
+  if (!read) return Status::InvalidArgument("repair: no version to repair");
+  ObjectStore& store = *context.store;
+  RepairReport report;
+  report.read_version = read->version();
+
+  // Fragment id -> its files that are missing (keys relative to the prefix).
+  std::unordered_map<uint32_t, std::vector<std::string>> missing;
+  std::vector<RepairReport::DroppedFragment> candidates;
+  for (const pb::Fragment& fragment : read->manifest.fragments()) {
+    std::vector<std::string> keys;
+    for (const pb::DataFile& file : fragment.files()) keys.push_back(file.path());
+    if (fragment.has_deletion()) keys.push_back(fragment.deletion().path());
+    std::vector<std::string> gone;
+    for (const std::string& key : keys) {
+      STRATA_ASSIGN_OR_RETURN(bool exists, store.Exists(context.prefix + key));
+      if (!exists) gone.push_back(key);
+    }
+    if (gone.empty()) continue;
+    candidates.push_back({fragment.id(), fragment.physical_rows(), gone});
+    missing.emplace(fragment.id(), std::move(gone));
+  }
+  if (candidates.empty()) return report;
+
+  // Built against the newest version: a fragment is dropped only while that version still
+  // references one of the files found missing (a concurrent compaction may have removed it,
+  // or a concurrent delete replaced its missing deletion file).
+  std::set<uint32_t> dropped_ids;
+  CommitRequest request;
+  request.operation = "repair";
+  request.detail = "repair: fragment data file missing from storage";
+  request.max_retries = context.options.commit_retries;
+  request.build = [&](const Snapshot& base,
+                      const std::vector<pb::Transaction>&) -> Result<pb::Manifest> {
+    dropped_ids.clear();
+    pb::Manifest next = base.manifest;
+    next.clear_transaction();
+    next.clear_fragments();
+    for (const pb::Fragment& fragment : base.manifest.fragments()) {
+      bool drop = false;
+      if (auto it = missing.find(fragment.id()); it != missing.end()) {
+        for (const std::string& key : it->second) {
+          for (const pb::DataFile& file : fragment.files()) drop |= file.path() == key;
+          drop |= fragment.has_deletion() && fragment.deletion().path() == key;
+        }
+      }
+      if (drop) {
+        dropped_ids.insert(fragment.id());
+        next.mutable_transaction()->add_removed_fragments(fragment.id());
+      } else {
+        *next.add_fragments() = fragment;
+      }
+    }
+    return next;
+  };
+  STRATA_ASSIGN_OR_RETURN(CommitOutcome outcome,
+                          CommitWithRetry(store, context.prefix, read, request));
+  for (RepairReport::DroppedFragment& fragment : candidates) {
+    if (dropped_ids.contains(fragment.fragment_id)) report.dropped.push_back(std::move(fragment));
+  }
+  report.committed_version = outcome.snapshot->version();
+  if (committed != nullptr) *committed = outcome.snapshot;
+  return report;
+}
+
+}  // namespace strata::table::internal
