@@ -25,24 +25,6 @@ namespace {
 
 constexpr std::string_view kFileMagic = "ARROW1";
 
-Result<std::string> ReadTextFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("cannot open '{}'", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::IOError(fmt::format("error reading '{}'", path));
-  return ss.str();
-}
-
-Result<SchemaPtr> LoadSchema(const std::string& spec) {
-  // An inline JSON object, or the path of a schema file.
-  if (!spec.empty() && spec.front() == '{') return SchemaFromJson(spec);
-  STRATA_ASSIGN_OR_RETURN(std::string text, ReadTextFile(spec));
-  Result<SchemaPtr> schema = SchemaFromJson(text);
-  if (!schema.ok()) return schema.status().WithContext(spec);
-  return schema;
-}
-
 // Batches of an Arrow IPC file or stream, optionally projected, read one at a time.
 class ArrowInput {
  public:

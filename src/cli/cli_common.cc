@@ -5,8 +5,29 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "strata/schema_json.h"
 
 namespace strata::cli {
+
+Result<std::string> ReadTextFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(fmt::format("cannot open '{}'", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Status::IOError(fmt::format("error reading '{}'", path));
+  return ss.str();
+}
+
+Result<SchemaPtr> LoadSchema(const std::string& spec) {
+  if (!spec.empty() && spec.front() == '{') return SchemaFromJson(spec);
+  STRATA_ASSIGN_OR_RETURN(std::string text, ReadTextFile(spec));
+  Result<SchemaPtr> schema = SchemaFromJson(text);
+  if (!schema.ok()) return schema.status().WithContext(spec);
+  return schema;
+}
 
 int ReportError(const Status& status) {
   std::fprintf(stderr, "strata: error: %s\n", status.ToString().c_str());

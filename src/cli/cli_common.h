@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "strata/status.h"
+#include "strata/type.h"
 
 namespace strata::cli {
 
@@ -32,6 +33,12 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;
 };
+
+// The whole file; NotFound when it cannot be opened.
+Result<std::string> ReadTextFile(const std::string& path);
+
+// A schema given inline as a JSON object ("{...}") or as the path of a schema JSON file.
+Result<SchemaPtr> LoadSchema(const std::string& spec);
 
 // "12.3 MiB" style sizes.
 std::string FormatBytes(int64_t bytes);

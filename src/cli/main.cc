@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "arrow_commands.h"
+#include "table_commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"strata: storage engine for agent memory, rollouts and event logs"};
@@ -9,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   strata::cli::AddArrowCommands(app, &exit_code);
+  strata::cli::AddTableCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
