@@ -11,9 +11,11 @@
 // retried (TableOptions::commit_retries times): appends never conflict; deletes merge their
 // deletion vectors; a delete of a fragment that a concurrent compaction rewrote (and a
 // compaction of a fragment a concurrent delete changed) fails with Status::Busy, which the
-// caller may retry. A Table handle is safe to use from many threads; each call reads the
-// version the handle was at when the call started, and a successful commit moves the handle
-// to the version it created.
+// caller may retry. Under sustained contention (many writers committing back to back) a
+// commit can also lose the race more than commit_retries times in a row and return Busy;
+// nothing was committed then, so retrying is always safe. A Table handle is safe to use from many
+// threads; each call reads the version the handle was at when the call started, and a successful
+// commit moves the handle to the version it created.
 //
 // Errors: InvalidArgument for bad input (nothing is written), NotFound for a missing table
 // or version, Corruption when a file fails its checksum or structural checks, Busy for a

@@ -123,6 +123,30 @@ Result<SnapshotPtr> LoadVersion(ObjectStore& store, const std::string& prefix, u
   return MakeSnapshot(std::move(manifest));
 }
 
+Result<pb::Transaction> LoadTransaction(ObjectStore& store, const std::string& prefix,
+                                        uint64_t version) {
+  const std::string key = prefix + ManifestKey(version);
+  Result<Buffer> bytes = store.Get(key);
+  if (!bytes.ok()) {
+    if (bytes.status().IsNotFound()) {
+      return Status::NotFound(fmt::format("version {} of the table at {} does not exist", version,
+                                          TableLocation(store, prefix)));
+    }
+    return bytes.status();
+  }
+  STRATA_ASSIGN_OR_RETURN(std::string_view payload,
+                          DecodeEnvelope(kManifestKind, bytes->view(), key));
+  pb::ManifestSummary summary;
+  if (!summary.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+    return Status::Corruption(fmt::format("{}: manifest protobuf does not parse", key));
+  }
+  if (summary.version() != version) {
+    return Status::Corruption(
+        fmt::format("{}: manifest records version {}", key, summary.version()));
+  }
+  return std::move(*summary.mutable_transaction());
+}
+
 Result<std::vector<uint64_t>> ListVersionNumbers(ObjectStore& store, const std::string& prefix) {
   const std::string dir = prefix + std::string(kVersionsDir);
   STRATA_ASSIGN_OR_RETURN(std::vector<ObjectMeta> objects, store.List(dir));
@@ -210,25 +234,33 @@ Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& pre
     for (int round = 0; round < kMaxCatchUpRounds; ++round) {
       STRATA_ASSIGN_OR_RETURN(uint64_t latest, FindLatestVersion(store, prefix, known));
       if (latest <= base->version()) break;
-      for (uint64_t v = base->version() + 1; v <= latest; ++v) {
-        Result<SnapshotPtr> loaded = LoadVersion(store, prefix, v);
-        if (!loaded.ok()) {
-          if (loaded.status().IsNotFound()) {
-            return Status::Busy(fmt::format(
-                "commit conflict on {}: version {} was removed while rebasing on it (concurrent "
-                "cleanup); retry the operation",
-                request.operation, v));
-          }
-          return loaded.status();
-        }
+      auto removed = [&](uint64_t v) {
+        return Status::Busy(fmt::format(
+            "commit conflict on {}: version {} was removed while rebasing on it (concurrent "
+            "cleanup); retry the operation",
+            request.operation, v));
+      };
+      // Only the newest version is decoded in full; the others give just their transaction,
+      // so catching up stays cheap however many fragments the manifests list.
+      for (uint64_t v = base->version() + 1; v < latest; ++v) {
+        Result<pb::Transaction> txn = LoadTransaction(store, prefix, v);
+        if (!txn.ok()) return txn.status().IsNotFound() ? removed(v) : txn.status();
         // A store that retries internally may report our own earlier put as AlreadyExists.
-        if (v == version && (*loaded)->manifest.transaction().uuid() == uuid) {
+        if (v == version && txn->uuid() == uuid) {
+          STRATA_ASSIGN_OR_RETURN(SnapshotPtr ours, LoadVersion(store, prefix, v));
           (void)WriteLatestHint(store, prefix, version);
-          return CommitOutcome{std::move(*loaded), attempt + 1};
+          return CommitOutcome{std::move(ours), attempt + 1};
         }
-        intervening.push_back((*loaded)->manifest.transaction());
-        base = std::move(*loaded);
+        intervening.push_back(std::move(*txn));
       }
+      Result<SnapshotPtr> loaded = LoadVersion(store, prefix, latest);
+      if (!loaded.ok()) return loaded.status().IsNotFound() ? removed(latest) : loaded.status();
+      if (latest == version && (*loaded)->manifest.transaction().uuid() == uuid) {
+        (void)WriteLatestHint(store, prefix, version);
+        return CommitOutcome{std::move(*loaded), attempt + 1};
+      }
+      intervening.push_back((*loaded)->manifest.transaction());
+      base = std::move(*loaded);
       known = latest;
     }
   }

@@ -26,6 +26,12 @@ namespace strata::table::internal {
 // Reads and verifies manifest `version`. NotFound when it does not exist.
 Result<SnapshotPtr> LoadVersion(ObjectStore& store, const std::string& prefix, uint64_t version);
 
+// The transaction of manifest `version`, verified (envelope checksum) but without decoding
+// the rest of the manifest: cheap even for manifests with many fragments. NotFound when the
+// version does not exist.
+Result<pb::Transaction> LoadTransaction(ObjectStore& store, const std::string& prefix,
+                                        uint64_t version);
+
 // The newest version: starts from max(`known`, the hint), probes upward one version at a
 // time (a bounded number of probes), and lists "_versions/" only when the hint is missing
 // or too far behind. NotFound when the table has no versions.

@@ -182,6 +182,27 @@ TEST_P(CommitStoreTest, CommitFillsVersionTransactionAndHint) {
   EXPECT_EQ((*loaded)->manifest.SerializeAsString(), m.SerializeAsString());
 }
 
+TEST_P(CommitStoreTest, LoadTransactionReadsOnlyTheTransactionOfAVersion) {
+  SnapshotPtr v1 = MakeTable(*store_, 1);
+  Result<CommitOutcome> outcome = CommitWithRetry(*store_, kPrefix, v1, AppendRequest("row"));
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  Result<pb::Transaction> txn = LoadTransaction(*store_, kPrefix, 2);
+  ASSERT_TRUE(txn.ok()) << txn.status();
+  EXPECT_EQ(txn->SerializeAsString(),
+            outcome->snapshot->manifest.transaction().SerializeAsString());
+  EXPECT_EQ(txn->version(), 2u);
+  EXPECT_TRUE(LoadTransaction(*store_, kPrefix, 3).status().IsNotFound());
+  // The envelope is still verified.
+  Result<Buffer> bytes = store_->Get(kPrefix + ManifestKey(2));
+  ASSERT_TRUE(bytes.ok());
+  std::string damaged(bytes->view());
+  damaged[damaged.size() / 2] ^= 0x01;
+  ASSERT_TRUE(store_->Put(kPrefix + ManifestKey(7), damaged).ok());
+  EXPECT_TRUE(LoadTransaction(*store_, kPrefix, 7).status().IsCorruption());
+  ASSERT_TRUE(store_->Put(kPrefix + ManifestKey(8), std::string(bytes->view())).ok());
+  EXPECT_TRUE(LoadTransaction(*store_, kPrefix, 8).status().IsCorruption());  // records 2
+}
+
 TEST_P(CommitStoreTest, LatestVersionWithoutHintListsVersions) {
   MakeTable(*store_, 5);
   ASSERT_TRUE(store_->Delete(kPrefix + std::string(kLatestHintKey)).ok());
