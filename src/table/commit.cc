@@ -103,19 +103,22 @@ Result<SnapshotPtr> CheckBuilt(pb::Manifest manifest, const std::string& operati
   return snapshot;
 }
 
+// The bytes of manifest `version`; NotFound names the version and the table.
+Result<Buffer> GetManifestObject(ObjectStore& store, const std::string& prefix, uint64_t version) {
+  Result<Buffer> bytes = store.Get(prefix + ManifestKey(version));
+  if (!bytes.ok() && bytes.status().IsNotFound()) {
+    return Status::NotFound(fmt::format("version {} of the table at {} does not exist", version,
+                                        TableLocation(store, prefix)));
+  }
+  return bytes;
+}
+
 }  // namespace
 
 Result<SnapshotPtr> LoadVersion(ObjectStore& store, const std::string& prefix, uint64_t version) {
   const std::string key = prefix + ManifestKey(version);
-  Result<Buffer> bytes = store.Get(key);
-  if (!bytes.ok()) {
-    if (bytes.status().IsNotFound()) {
-      return Status::NotFound(fmt::format("version {} of the table at {} does not exist", version,
-                                          TableLocation(store, prefix)));
-    }
-    return bytes.status();
-  }
-  STRATA_ASSIGN_OR_RETURN(pb::Manifest manifest, DecodeManifest(bytes->view(), key));
+  STRATA_ASSIGN_OR_RETURN(Buffer bytes, GetManifestObject(store, prefix, version));
+  STRATA_ASSIGN_OR_RETURN(pb::Manifest manifest, DecodeManifest(bytes.view(), key));
   if (manifest.version() != version) {
     return Status::Corruption(
         fmt::format("{}: manifest records version {}", key, manifest.version()));
@@ -126,16 +129,9 @@ Result<SnapshotPtr> LoadVersion(ObjectStore& store, const std::string& prefix, u
 Result<pb::Transaction> LoadTransaction(ObjectStore& store, const std::string& prefix,
                                         uint64_t version) {
   const std::string key = prefix + ManifestKey(version);
-  Result<Buffer> bytes = store.Get(key);
-  if (!bytes.ok()) {
-    if (bytes.status().IsNotFound()) {
-      return Status::NotFound(fmt::format("version {} of the table at {} does not exist", version,
-                                          TableLocation(store, prefix)));
-    }
-    return bytes.status();
-  }
+  STRATA_ASSIGN_OR_RETURN(Buffer bytes, GetManifestObject(store, prefix, version));
   STRATA_ASSIGN_OR_RETURN(std::string_view payload,
-                          DecodeEnvelope(kManifestKind, bytes->view(), key));
+                          DecodeEnvelope(kManifestKind, bytes.view(), key));
   pb::ManifestSummary summary;
   if (!summary.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
     return Status::Corruption(fmt::format("{}: manifest protobuf does not parse", key));

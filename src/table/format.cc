@@ -10,8 +10,10 @@
 
 #include "strata/schema_json.h"
 #include "strata/table.h"
+#include "table/key_index.h"
 #include "util/checksum.h"
 #include "util/clock.h"
+#include "util/little_endian.h"
 #include "util/uuid.h"
 
 namespace strata::table::internal {
@@ -20,27 +22,6 @@ namespace {
 constexpr std::string_view kEnvelopeMagic = "STRA";
 constexpr size_t kEnvelopeHeaderBytes = 4 + 4 + 4 + 4 + 8;
 constexpr size_t kEnvelopeTrailerBytes = 8;
-
-void PutU32(std::string* out, uint32_t v) {
-  char bytes[4];
-  for (int i = 0; i < 4; ++i) bytes[i] = static_cast<char>(v >> (8 * i));
-  out->append(bytes, 4);
-}
-void PutU64(std::string* out, uint64_t v) {
-  char bytes[8];
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(v >> (8 * i));
-  out->append(bytes, 8);
-}
-uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
 
 std::string RandomHex(int bytes) {
   std::string out;
@@ -58,24 +39,6 @@ bool IsTrueText(std::string_view text) {
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return lower == "true" || lower == "1" || lower == "yes";
-}
-
-bool KeyTypeAllowed(const DataType& type) {
-  switch (type.id()) {
-    case TypeId::kUtf8:
-    case TypeId::kLargeUtf8:
-    case TypeId::kInt8:
-    case TypeId::kInt16:
-    case TypeId::kInt32:
-    case TypeId::kInt64:
-    case TypeId::kUInt8:
-    case TypeId::kUInt16:
-    case TypeId::kUInt32:
-    case TypeId::kTimestamp:
-      return true;
-    default:
-      return false;
-  }
 }
 
 void MetadataToProto(const KeyValueMetadata& metadata,
@@ -179,11 +142,11 @@ std::string EncodeEnvelope(std::string_view kind, std::string_view payload) {
   out.reserve(kEnvelopeHeaderBytes + payload.size() + kEnvelopeTrailerBytes);
   out.append(kEnvelopeMagic);
   out.append(kind.substr(0, 4));
-  PutU32(&out, kFormatVersion);
-  PutU32(&out, 0);
-  PutU64(&out, payload.size());
+  PutFixed32(&out, kFormatVersion);
+  PutFixed32(&out, 0);
+  PutFixed64(&out, payload.size());
   out.append(payload);
-  PutU64(&out, XxHash3_64(out));
+  PutFixed64(&out, XxHash3_64(out));
   return out;
 }
 
@@ -196,19 +159,19 @@ Result<std::string_view> DecodeEnvelope(std::string_view kind, std::string_view 
     return Status::Corruption(fmt::format("{}: not a strata {} object (bad magic)", what, kind));
   }
   const size_t body = bytes.size() - kEnvelopeTrailerBytes;
-  const uint64_t stored = GetU64(bytes.data() + body);
+  const uint64_t stored = DecodeFixed64(bytes.data() + body);
   const uint64_t actual = XxHash3_64(bytes.substr(0, body));
   if (stored != actual) {
     return Status::Corruption(fmt::format(
         "{}: checksum mismatch (stored {:016x}, computed {:016x})", what, stored, actual));
   }
-  const uint32_t version = GetU32(bytes.data() + 8);
+  const uint32_t version = DecodeFixed32(bytes.data() + 8);
   if (version > kFormatVersion) {
     return Status::NotSupported(
         fmt::format("{}: format version {} is newer than this build reads ({})", what, version,
                     kFormatVersion));
   }
-  const uint64_t length = GetU64(bytes.data() + 16);
+  const uint64_t length = DecodeFixed64(bytes.data() + 16);
   if (length != body - kEnvelopeHeaderBytes) {
     return Status::Corruption(fmt::format("{}: payload length {} does not match object size {}",
                                           what, length, bytes.size()));
@@ -246,7 +209,7 @@ Result<std::optional<int>> FindPrimaryKey(const Schema& schema) {
       return Status::InvalidArgument(
           fmt::format("primary-key column '{}' must be non-nullable", field.name()));
     }
-    if (!KeyTypeAllowed(*field.type())) {
+    if (!KeyKindForType(*field.type()).ok()) {
       return Status::InvalidArgument(fmt::format(
           "primary-key column '{}' has type {}; expected utf8, large_utf8, an integer up to "
           "uint32/int64, or timestamp",

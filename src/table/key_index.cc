@@ -14,32 +14,12 @@
 
 #include "strata/table.h"
 #include "table/format.h"
+#include "util/little_endian.h"
 
 namespace strata::table::internal {
 namespace {
 
 constexpr size_t kHeaderBytes = 1 + 4 + 8;
-
-void PutU32(std::string* out, uint32_t v) {
-  char bytes[4];
-  for (int i = 0; i < 4; ++i) bytes[i] = static_cast<char>(v >> (8 * i));
-  out->append(bytes, 4);
-}
-void PutU64(std::string* out, uint64_t v) {
-  char bytes[8];
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(v >> (8 * i));
-  out->append(bytes, 8);
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
 
 uint32_t LocalFragment(LocalAddress address) { return static_cast<uint32_t>(address >> 32); }
 
@@ -154,8 +134,8 @@ Result<pb::KeySegment> KeySegmentBuilder::Finish(ObjectStore& store,
   const uint64_t n = static_cast<uint64_t>(num_entries());
   std::string payload;
   payload.push_back(static_cast<char>(kind_ == KeyKind::kInteger ? 0 : 1));
-  PutU32(&payload, static_cast<uint32_t>(fragment_ids.size()));
-  PutU64(&payload, n);
+  PutFixed32(&payload, static_cast<uint32_t>(fragment_ids.size()));
+  PutFixed64(&payload, n);
   auto check_address = [&](LocalAddress address) -> Status {
     if (LocalFragment(address) >= fragment_ids.size()) {
       return Status::InvalidArgument(
@@ -167,23 +147,23 @@ Result<pb::KeySegment> KeySegmentBuilder::Finish(ObjectStore& store,
   if (kind_ == KeyKind::kInteger) {
     std::sort(integers_.begin(), integers_.end());
     payload.reserve(payload.size() + n * 16);
-    for (const auto& [key, address] : integers_) PutU64(&payload, static_cast<uint64_t>(key));
+    for (const auto& [key, address] : integers_) PutFixed64(&payload, static_cast<uint64_t>(key));
     for (const auto& [key, address] : integers_) {
       STRATA_RETURN_IF_ERROR(check_address(address));
-      PutU64(&payload, address);
+      PutFixed64(&payload, address);
     }
   } else {
     std::sort(strings_.begin(), strings_.end());
     uint64_t offset = 0;
-    PutU64(&payload, 0);
+    PutFixed64(&payload, 0);
     for (const auto& [key, address] : strings_) {
       offset += key.size();
-      PutU64(&payload, offset);
+      PutFixed64(&payload, offset);
     }
     for (const auto& [key, address] : strings_) payload.append(key);
     for (const auto& [key, address] : strings_) {
       STRATA_RETURN_IF_ERROR(check_address(address));
-      PutU64(&payload, address);
+      PutFixed64(&payload, address);
     }
   }
   const std::string bytes = EncodeEnvelope(kKeySegmentKind, payload);
@@ -216,8 +196,8 @@ Result<std::shared_ptr<const KeySegment>> KeySegment::Load(ObjectStore& store,
   if (kind_byte > 1) {
     return Status::Corruption(fmt::format("{}: unknown key kind {}", what, kind_byte));
   }
-  const uint32_t num_fragments = GetU32(payload.data() + 1);
-  const uint64_t n = GetU64(payload.data() + 5);
+  const uint32_t num_fragments = DecodeFixed32(payload.data() + 1);
+  const uint64_t n = DecodeFixed64(payload.data() + 5);
   if (num_fragments != static_cast<uint64_t>(entry.fragment_ids_size())) {
     return Status::Corruption(
         fmt::format("{}: segment covers {} fragments but the manifest lists {}", what,
@@ -246,7 +226,7 @@ Result<std::shared_ptr<const KeySegment>> KeySegment::Load(ObjectStore& store,
     }
     segment->integer_keys_.resize(count);
     for (size_t i = 0; i < count; ++i) {
-      segment->integer_keys_[i] = static_cast<int64_t>(GetU64(p + 8 * i));
+      segment->integer_keys_[i] = static_cast<int64_t>(DecodeFixed64(p + 8 * i));
     }
     addresses = p + 8 * count;
   } else {
@@ -256,7 +236,7 @@ Result<std::shared_ptr<const KeySegment>> KeySegment::Load(ObjectStore& store,
     }
     segment->string_offsets_.resize(count + 1);
     for (size_t i = 0; i <= count; ++i) {
-      segment->string_offsets_[i] = GetU64(p + 8 * i);
+      segment->string_offsets_[i] = DecodeFixed64(p + 8 * i);
       if (i == 0 ? segment->string_offsets_[0] != 0
                  : segment->string_offsets_[i] < segment->string_offsets_[i - 1]) {
         return Status::Corruption(fmt::format("{}: string offset {} is out of order", what, i));
@@ -274,7 +254,7 @@ Result<std::shared_ptr<const KeySegment>> KeySegment::Load(ObjectStore& store,
   }
   segment->addresses_.resize(count);
   for (size_t i = 0; i < count; ++i) {
-    const LocalAddress address = GetU64(addresses + 8 * i);
+    const LocalAddress address = DecodeFixed64(addresses + 8 * i);
     if (LocalFragment(address) >= num_fragments) {
       return Status::Corruption(fmt::format("{}: entry {} names local fragment {} of {}", what, i,
                                             LocalFragment(address), num_fragments));
