@@ -105,7 +105,6 @@ Status KeySegmentBuilder::Add(uint32_t local_fragment, uint32_t first_offset, co
       break;
     case TypeId::kUtf8:
     case TypeId::kLargeUtf8:
-      strings_.reserve(strings_.size() + static_cast<size_t>(keys.length()));
       for (int64_t i = 0; i < keys.length(); ++i) {
         strings_.emplace_back(std::string(keys.StringValue(i)), base + static_cast<uint64_t>(i));
       }
