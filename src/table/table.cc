@@ -538,7 +538,9 @@ Result<uint64_t> Table::UpdateMetadata(const KeyValueMetadata& updates) {
                    const std::vector<pb::Transaction>&) -> Result<pb::Manifest> {
     pb::Manifest manifest = NextManifest(base);
     auto* entries = manifest.mutable_metadata();
-    for (const auto& [key, value] : updates.entries()) {
+    for (const auto& entry : updates.entries()) {
+      const std::string& key = entry.first;
+      const std::string& value = entry.second;
       auto it = std::find_if(entries->begin(), entries->end(),
                              [&](const pb::KeyValue& kv) { return kv.key() == key; });
       if (value.empty()) {
