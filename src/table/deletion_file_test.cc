@@ -10,24 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "support/status_assertions.h"
 #include "support/temp_dir.h"
 #include "table/format.h"
 
 namespace strata::table::internal {
 namespace {
-
-#define ASSERT_OK(expr)                            \
-  do {                                             \
-    const ::strata::Status st_ = (expr);           \
-    ASSERT_TRUE(st_.ok()) << #expr << ": " << st_; \
-  } while (0)
-
-#define ASSERT_OK_AND_ASSIGN(lhs, rexpr) \
-  ASSERT_OK_AND_ASSIGN_IMPL_(STRATA_CONCAT_(test_result_, __LINE__), lhs, rexpr)
-#define ASSERT_OK_AND_ASSIGN_IMPL_(result, lhs, rexpr)           \
-  auto result = (rexpr);                                         \
-  ASSERT_TRUE(result.ok()) << #rexpr << ": " << result.status(); \
-  lhs = std::move(result).value()
 
 constexpr const char* kPrefix = "tables/t/";
 

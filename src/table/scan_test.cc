@@ -24,9 +24,6 @@ using testing_util::KeyedSchema;
 using testing_util::ReadAll;
 using testing_util::UInt64Column;
 
-#define ASSERT_OK TABLE_ASSERT_OK
-#define ASSERT_OK_AND_ASSIGN TABLE_ASSERT_OK_AND_ASSIGN
-
 // Flips a byte inside batch `batch` of fragment `fragment`'s data file, so reading that batch
 // (and only that batch: regions are verified when first read) fails with Corruption.
 Status CorruptBatch(ObjectStore& store, const std::string& prefix, uint64_t version, int fragment,
@@ -329,9 +326,6 @@ TEST_F(ScanTest, RandomFiltersMatchTheOracleAfterDeletes) {
 
 namespace strata::table::internal {
 namespace {
-
-#define ASSERT_OK TABLE_ASSERT_OK
-#define ASSERT_OK_AND_ASSIGN TABLE_ASSERT_OK_AND_ASSIGN
 
 class FragmentReaderTest : public ::testing::Test {
  protected:

@@ -22,9 +22,6 @@ using testing_util::KeyedSchema;
 using testing_util::PrimaryKey;
 using testing_util::ReadAll;
 
-#define ASSERT_OK TABLE_ASSERT_OK
-#define ASSERT_OK_AND_ASSIGN TABLE_ASSERT_OK_AND_ASSIGN
-
 std::vector<int64_t> Range(int64_t begin, int64_t end) {
   std::vector<int64_t> out;
   for (int64_t i = begin; i < end; ++i) out.push_back(i);

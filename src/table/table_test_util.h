@@ -12,21 +12,9 @@
 #include "strata/json.h"
 #include "strata/object_store.h"
 #include "strata/table.h"
+#include "support/status_assertions.h"
 
 namespace strata::table::testing_util {
-
-#define TABLE_ASSERT_OK(expr)                      \
-  do {                                             \
-    const ::strata::Status st_ = (expr);           \
-    ASSERT_TRUE(st_.ok()) << #expr << ": " << st_; \
-  } while (0)
-
-#define TABLE_ASSERT_OK_AND_ASSIGN(lhs, rexpr) \
-  TABLE_ASSERT_OK_AND_ASSIGN_IMPL_(STRATA_CONCAT_(table_test_result_, __LINE__), lhs, rexpr)
-#define TABLE_ASSERT_OK_AND_ASSIGN_IMPL_(result, lhs, rexpr)     \
-  auto result = (rexpr);                                         \
-  ASSERT_TRUE(result.ok()) << #rexpr << ": " << result.status(); \
-  lhs = std::move(result).value()
 
 inline KeyValueMetadata PrimaryKey() { return KeyValueMetadata({{"strata:primary-key", "true"}}); }
 
