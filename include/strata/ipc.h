@@ -53,6 +53,12 @@ struct WriteOptions {
   // two from 8 (the minimum Arrow allows) to 4096. The default 64 leaves every buffer of a
   // mapped file cache-line aligned.
   int alignment = 64;
+  // Threads that compress body buffers, the caller's included (1 to 64). With more than one
+  // (and compression on), WriteBatch encodes the batch and returns while helper threads
+  // compress it; its bytes reach the output stream during a later WriteBatch (at most this
+  // many batches are in flight) or Close(), and a compression failure is returned by that
+  // call. The bytes written are the same as with one thread.
+  int compression_threads = 1;
 };
 
 struct ReadOptions {

@@ -8,8 +8,10 @@
 #include <lz4frame.h>
 #include <zstd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 
 #include "columnar/ipc_internal.h"
 
@@ -40,9 +42,17 @@ Result<int64_t> CompressLz4(const Buffer& raw, uint8_t* dst, int64_t capacity) {
   return static_cast<int64_t>(n);
 }
 
+struct ZstdCompressionContextFree {
+  void operator()(ZSTD_CCtx* cctx) const { ZSTD_freeCCtx(cctx); }
+};
+
 Result<int64_t> CompressZstd(const Buffer& raw, int level, uint8_t* dst, int64_t capacity) {
-  const size_t n = ZSTD_compress(dst, static_cast<size_t>(capacity), raw.data(),
-                                 static_cast<size_t>(raw.size()), level);
+  // One context per thread, reused: ZSTD_compress would set up (and allocate) a fresh one for
+  // every buffer. ZSTD_compressCCtx resets it to `level`, so the output is the same.
+  thread_local std::unique_ptr<ZSTD_CCtx, ZstdCompressionContextFree> cctx(ZSTD_createCCtx());
+  if (cctx == nullptr) return Status::Internal("zstd: cannot create a compression context");
+  const size_t n = ZSTD_compressCCtx(cctx.get(), dst, static_cast<size_t>(capacity), raw.data(),
+                                     static_cast<size_t>(raw.size()), level);
   if (ZSTD_isError(n)) {
     return Status::Internal(fmt::format("zstd compression failed: {}", ZSTD_getErrorName(n)));
   }
@@ -141,9 +151,13 @@ Result<Buffer> CompressBuffer(Compression codec, int zstd_level, const Buffer& r
     capacity =
         static_cast<int64_t>(LZ4F_compressFrameBound(static_cast<size_t>(raw.size()), &prefs));
   }
-  BufferBuilder out;
-  out.Resize(kPrefixLength + capacity);
-  uint8_t* dst = out.mutable_data() + kPrefixLength;
+  // Not zero-filled (BufferBuilder would clear the whole bound): only the bytes the codec
+  // writes are ever read, and padding is added by the message writer.
+  const size_t block = static_cast<size_t>(kPrefixLength + capacity + 63) / 64 * 64;
+  auto* base = static_cast<uint8_t*>(std::aligned_alloc(64, block));
+  if (base == nullptr) throw std::bad_alloc();  // as BufferBuilder: not a recoverable Status
+  std::shared_ptr<uint8_t> owner(base, [](uint8_t* p) { std::free(p); });
+  uint8_t* dst = base + kPrefixLength;
   int64_t compressed = 0;
   if (codec == Compression::kZstd) {
     STRATA_ASSIGN_OR_RETURN(compressed, CompressZstd(raw, zstd_level, dst, capacity));
@@ -156,9 +170,8 @@ Result<Buffer> CompressBuffer(Compression codec, int zstd_level, const Buffer& r
     std::memcpy(dst, raw.data(), static_cast<size_t>(raw.size()));
     compressed = raw.size();
   }
-  std::memcpy(out.mutable_data(), &prefix, kPrefixLength);
-  out.Resize(kPrefixLength + compressed);
-  return out.Finish();
+  std::memcpy(base, &prefix, kPrefixLength);
+  return Buffer(base, kPrefixLength + compressed, std::move(owner));
 }
 
 Result<int64_t> UncompressedLength(const Buffer& stored, const std::string& where) {

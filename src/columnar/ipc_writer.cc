@@ -1,11 +1,17 @@
 // Arrow IPC stream and file writers: schema message, dictionary and record batch messages,
-// end-of-stream marker, and for files the magic and the footer.
+// end-of-stream marker, and for files the magic and the footer. Body compression can run on
+// helper threads (WriteOptions::compression_threads), with batches written in order.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <deque>
 #include <limits>
+#include <optional>
+#include <thread>
 
 #include "columnar/ipc_internal.h"
+#include "util/mutex.h"
 
 namespace strata::ipc {
 
@@ -28,6 +34,10 @@ Status CheckOptions(const WriteOptions& options) {
     return Status::InvalidArgument(
         fmt::format("zstd level must be within -7..22, not {}", options.zstd_level));
   }
+  if (options.compression_threads < 1 || options.compression_threads > 64) {
+    return Status::InvalidArgument(fmt::format(
+        "IPC compression_threads must be within 1..64, not {}", options.compression_threads));
+  }
   return Status::OK();
 }
 
@@ -41,6 +51,10 @@ class MessageWriter {
         options_(options),
         plan_(std::move(plan)),
         dictionaries_(&plan_, /*unify=*/file_format) {}
+
+  ~MessageWriter() { StopWorkers(); }
+  MessageWriter(const MessageWriter&) = delete;
+  MessageWriter& operator=(const MessageWriter&) = delete;
 
   static Result<std::unique_ptr<MessageWriter>> Make(OutputStream* out, SchemaPtr schema,
                                                      const WriteOptions& options,
@@ -68,35 +82,43 @@ class MessageWriter {
           fmt::format("record batch schema differs from the writer's:\n{}\nexpected:\n{}",
                       batch.schema() ? batch.schema()->ToString() : "(none)", schema_->ToString()));
     }
-    // Encode everything first: a batch that cannot be encoded writes nothing.
+    // Encode everything first: a batch that cannot be encoded writes nothing. When helper
+    // threads compress, the buffers are encoded raw here and compressed later.
+    const bool deferred =
+        options_.compression != Compression::kNone && options_.compression_threads > 1;
+    WriteOptions encode_options = options_;
+    if (deferred) encode_options.compression = Compression::kNone;
     STRATA_ASSIGN_OR_RETURN(WriterDictionaries::Prepared prepared, dictionaries_.Prepare(batch));
-    std::vector<EncodedBody> dictionary_bodies;
+    auto pending = std::make_unique<PendingBatch>();
     for (const WriterDictionaries::Message& m : prepared.messages) {
       LayoutPlan value_plan = internal::PlanSingleType(m.values.type());
-      STRATA_ASSIGN_OR_RETURN(EncodedBody body,
-                              internal::EncodeBody({m.values}, value_plan, nullptr, options_));
-      dictionary_bodies.push_back(std::move(body));
+      STRATA_ASSIGN_OR_RETURN(
+          EncodedBody body, internal::EncodeBody({m.values}, value_plan, nullptr, encode_options));
+      pending->messages.push_back({std::move(body), m.values.length(), m.id, m.is_delta, {}});
     }
-    STRATA_ASSIGN_OR_RETURN(EncodedBody body,
-                            internal::EncodeBody(batch.columns(), plan_, &prepared, options_));
-    for (size_t i = 0; i < prepared.messages.size(); ++i) {
-      const WriterDictionaries::Message& m = prepared.messages[i];
-      Result<WrittenBlock> block = internal::WriteBatchMessage(
-          out_, m.values.length(), dictionary_bodies[i], options_, m.id, m.is_delta, {});
-      STRATA_RETURN_IF_ERROR(Track(block.status()));
-      dictionary_blocks_.push_back(*block);
+    STRATA_ASSIGN_OR_RETURN(
+        EncodedBody body, internal::EncodeBody(batch.columns(), plan_, &prepared, encode_options));
+    pending->messages.push_back(
+        {std::move(body), batch.num_rows(), std::nullopt, false, batch_metadata});
+    if (!deferred) {
+      STRATA_RETURN_IF_ERROR(Track(WriteMessages(*pending)));
+      dictionaries_.Commit(prepared);
+      return Status::OK();
     }
-    Result<WrittenBlock> block = internal::WriteBatchMessage(out_, batch.num_rows(), body, options_,
-                                                             std::nullopt, false, batch_metadata);
-    STRATA_RETURN_IF_ERROR(Track(block.status()));
-    record_blocks_.push_back(*block);
+    // The dictionaries' state moves on now: the next batch is encoded against it before
+    // this one is written. A failure from here on leaves the writer failed.
     dictionaries_.Commit(prepared);
+    Enqueue(std::move(pending));
+    while (static_cast<int>(pending_.size()) >= options_.compression_threads) {
+      STRATA_RETURN_IF_ERROR(Track(WriteOldest()));
+    }
     return Status::OK();
   }
 
   // End-of-stream marker: continuation and a zero length.
   Status WriteEndOfStream() {
     STRATA_RETURN_IF_ERROR(Usable());
+    while (!pending_.empty()) STRATA_RETURN_IF_ERROR(Track(WriteOldest()));
     const uint32_t eos[2] = {internal::kContinuation, 0};
     return Track(out_->Write(std::string_view(reinterpret_cast<const char*>(eos), 8)));
   }
@@ -139,9 +161,126 @@ class MessageWriter {
   }
 
   OutputStream* out() const { return out_; }
-  int num_batches() const { return static_cast<int>(record_blocks_.size()); }
+  // Batches accepted, written or still being compressed.
+  int num_batches() const { return static_cast<int>(record_blocks_.size() + pending_.size()); }
 
  private:
+  // One message of a batch, in the order it is written.
+  struct PendingMessage {
+    EncodedBody body;
+    int64_t length = 0;  // rows, or dictionary values
+    std::optional<int64_t> dictionary_id;
+    bool is_delta = false;
+    KeyValueMetadata metadata;
+  };
+  // A batch's messages (dictionary deltas first, the record batch last), whose buffers are
+  // compressed by tasks; `tasks_left` and `status` are guarded by mu_.
+  struct PendingBatch {
+    std::vector<PendingMessage> messages;
+    int tasks_left = 0;
+    Status status;  // the first compression failure
+  };
+  // Compress *buffer in place (each buffer belongs to exactly one task).
+  struct Task {
+    PendingBatch* batch = nullptr;
+    Buffer* buffer = nullptr;
+  };
+
+  Status WriteMessages(const PendingBatch& batch) {
+    for (const PendingMessage& m : batch.messages) {
+      STRATA_ASSIGN_OR_RETURN(WrittenBlock block,
+                              internal::WriteBatchMessage(out_, m.length, m.body, options_,
+                                                          m.dictionary_id, m.is_delta, m.metadata));
+      (m.dictionary_id.has_value() ? dictionary_blocks_ : record_blocks_).push_back(block);
+    }
+    return Status::OK();
+  }
+
+  // Queues the compression of `batch`'s non-empty buffers, largest first so that the long
+  // tasks start early and the threads finish together.
+  void Enqueue(std::unique_ptr<PendingBatch> batch) {
+    std::vector<Task> tasks;
+    for (PendingMessage& m : batch->messages) {
+      for (Buffer& buffer : m.body.buffers) {
+        if (buffer.size() > 0) tasks.push_back({batch.get(), &buffer});
+      }
+    }
+    std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) {
+      return a.buffer->size() > b.buffer->size();
+    });
+    {
+      MutexLock lock(mu_);
+      batch->tasks_left = static_cast<int>(tasks.size());
+      tasks_.insert(tasks_.end(), tasks.begin(), tasks.end());
+    }
+    work_cv_.SignalAll();
+    pending_.push_back(std::move(batch));
+    while (static_cast<int>(workers_.size()) < options_.compression_threads - 1) {
+      workers_.emplace_back([this] { WorkerLoop(); });
+    }
+  }
+
+  // Compresses the oldest pending batch (helping the workers with any queued task meanwhile)
+  // and writes it.
+  Status WriteOldest() {
+    PendingBatch* oldest = pending_.front().get();
+    Status status;
+    while (true) {
+      std::optional<Task> task;
+      {
+        MutexLock lock(mu_);
+        while (oldest->tasks_left > 0 && tasks_.empty()) done_cv_.Wait(mu_);
+        if (oldest->tasks_left == 0) {
+          status = oldest->status;
+          break;
+        }
+        task = tasks_.front();
+        tasks_.pop_front();
+      }
+      RunTask(*task);
+    }
+    std::unique_ptr<PendingBatch> batch = std::move(pending_.front());
+    pending_.pop_front();
+    STRATA_RETURN_IF_ERROR(status);
+    return WriteMessages(*batch);
+  }
+
+  void RunTask(const Task& task) {
+    Result<Buffer> compressed =
+        internal::CompressBuffer(options_.compression, options_.zstd_level, *task.buffer);
+    if (compressed.ok()) *task.buffer = std::move(*compressed);
+    MutexLock lock(mu_);
+    if (!compressed.ok() && task.batch->status.ok()) task.batch->status = compressed.status();
+    if (--task.batch->tasks_left == 0) done_cv_.SignalAll();
+  }
+
+  void WorkerLoop() {
+    while (true) {
+      Task task;
+      {
+        MutexLock lock(mu_);
+        while (!stop_ && tasks_.empty()) work_cv_.Wait(mu_);
+        if (stop_) return;
+        task = tasks_.front();
+        tasks_.pop_front();
+      }
+      RunTask(task);
+    }
+  }
+
+  // Abandons queued tasks and joins the workers (a task in progress finishes first; the
+  // batches it points into outlive the join).
+  void StopWorkers() {
+    {
+      MutexLock lock(mu_);
+      stop_ = true;
+      tasks_.clear();
+    }
+    work_cv_.SignalAll();
+    for (std::thread& worker : workers_) worker.join();
+    workers_.clear();
+  }
+
   // Any failed write leaves the output in an unknown state: later calls report it.
   Status Track(Status st) {
     if (!st.ok() && error_.ok()) error_ = st;
@@ -162,6 +301,14 @@ class MessageWriter {
   std::vector<WrittenBlock> record_blocks_;
   Status error_;
   bool closed_ = false;
+  // Batches encoded but not yet written, oldest first (compression_threads > 1 only).
+  std::deque<std::unique_ptr<PendingBatch>> pending_;
+  std::vector<std::thread> workers_;
+  Mutex mu_;
+  CondVar work_cv_;  // a task was queued, or stop_
+  CondVar done_cv_;  // a batch's last task finished
+  std::deque<Task> tasks_ STRATA_GUARDED_BY(mu_);
+  bool stop_ STRATA_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 #include <set>
 #include <utility>
 
@@ -136,6 +139,53 @@ Status CheckTiling(const pb::DataFile& entry, std::string_view key) {
 // ---------------------------------------------------------------------------------------
 // Writer
 
+// Collects a data file in memory before its put. Unlike ipc::BufferOutputStream it does not
+// zero what it reserves, and it grows with realloc (which moves large blocks by remapping
+// them rather than copying).
+class FileBytesStream final : public ipc::OutputStream {
+ public:
+  FileBytesStream() = default;
+  FileBytesStream(const FileBytesStream&) = delete;
+  FileBytesStream& operator=(const FileBytesStream&) = delete;
+  ~FileBytesStream() override { std::free(data_); }
+
+  Status Write(std::string_view bytes) override {
+    if (closed_) return Status::InvalidArgument("write to a closed data file stream");
+    const auto n = static_cast<int64_t>(bytes.size());
+    if (n == 0) return Status::OK();
+    if (size_ + n > capacity_) {
+      const int64_t capacity = std::max(size_ + n, std::max(capacity_ * 2, int64_t{1} << 20));
+      void* grown = std::realloc(data_, static_cast<size_t>(capacity));
+      if (grown == nullptr) throw std::bad_alloc();  // as BufferBuilder: not a Status
+      data_ = static_cast<uint8_t*>(grown);
+      capacity_ = capacity;
+    }
+    std::memcpy(data_ + size_, bytes.data(), bytes.size());
+    size_ += n;
+    return Status::OK();
+  }
+  int64_t Tell() const override { return size_; }
+  Status Flush() override { return Status::OK(); }
+  Status Close() override {
+    closed_ = true;
+    return Status::OK();
+  }
+  // The bytes written; the stream is left empty.
+  Buffer Finish() {
+    uint8_t* data = std::exchange(data_, nullptr);
+    const int64_t size = std::exchange(size_, 0);
+    capacity_ = 0;
+    if (data == nullptr) return Buffer();
+    return Buffer(data, size, std::shared_ptr<uint8_t>(data, [](uint8_t* p) { std::free(p); }));
+  }
+
+ private:
+  uint8_t* data_ = nullptr;
+  int64_t size_ = 0;
+  int64_t capacity_ = 0;
+  bool closed_ = false;
+};
+
 class DataFileWriterImpl final : public DataFileWriter {
  public:
   DataFileWriterImpl(std::shared_ptr<ObjectStore> store, std::string prefix, SchemaPtr schema,
@@ -149,6 +199,7 @@ class DataFileWriterImpl final : public DataFileWriter {
   Status Start() {
     ipc::WriteOptions write_options;
     write_options.compression = options_.compression;
+    write_options.compression_threads = std::max(1, options_.compression_threads);
     STRATA_ASSIGN_OR_RETURN(writer_, ipc::FileWriter::Make(&out_, schema_, write_options));
     header_end_ = out_.Tell();
     return Status::OK();
@@ -211,11 +262,12 @@ class DataFileWriterImpl final : public DataFileWriter {
     STRATA_RETURN_IF_ERROR(Usable());
     finished_ = true;
     STRATA_RETURN_IF_ERROR(Track(FlushPending()));
-    const int64_t footer_start = out_.Tell();
     STRATA_RETURN_IF_ERROR(Track(writer_->Close()));
     STRATA_RETURN_IF_ERROR(Track(out_.Close()));
     const Buffer bytes = out_.Finish();
     const std::string_view view = bytes.view();
+    // The footer region (end-of-stream marker, footer, magic) follows the last batch.
+    STRATA_ASSIGN_OR_RETURN(const int64_t footer_start, Track(FindBatchRegions(bytes)));
 
     pb::DataFile entry;
     entry.set_path(NewDataFileKey());
@@ -249,8 +301,36 @@ class DataFileWriterImpl final : public DataFileWriter {
     if (!st.ok() && error_.ok()) error_ = st;
     return st;
   }
+  template <typename T>
+  Result<T> Track(Result<T> result) {
+    if (!result.ok() && error_.ok()) error_ = result.status();
+    return result;
+  }
 
-  // Writes the pending rows as one batch and records its region and statistics.
+  // Batch i's region runs from the end of the previous one (the header for batch 0) to the
+  // end of its record batch message, so it holds the dictionary messages written before it.
+  // Found in the finished file: the IPC writer may write a batch after later ones are given.
+  // Returns where the last region ends.
+  Result<int64_t> FindBatchRegions(const Buffer& bytes) {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ipc::FileReader> reader,
+                            ipc::FileReader::Open(ipc::SourceFromBuffer(bytes)));
+    if (reader->num_batches() != static_cast<int>(batches_.size())) {
+      return Status::Internal(fmt::format("data file writer wrote {} batches, the file holds {}",
+                                          batches_.size(), reader->num_batches()));
+    }
+    int64_t start = header_end_;
+    for (int i = 0; i < reader->num_batches(); ++i) {
+      STRATA_ASSIGN_OR_RETURN(ipc::BatchInfo info, reader->InspectBatch(i));
+      const int64_t end = info.offset + info.metadata_length + info.body_length;
+      pb::Region* region = batches_[i].mutable_region();
+      region->set_offset(start);
+      region->set_length(end - start);
+      start = end;
+    }
+    return start;
+  }
+
+  // Writes the pending rows as one batch and records its statistics.
   Status FlushPending() {
     if (pending_rows_ == 0) return Status::OK();
     std::vector<Array> columns;
@@ -274,10 +354,7 @@ class DataFileWriterImpl final : public DataFileWriter {
       STRATA_ASSIGN_OR_RETURN(expr::ColumnStatistics stats, expr::ComputeStatistics(column));
       *info.add_stats() = StatsToProto(stats);
     }
-    const int64_t start = out_.Tell();
     STRATA_RETURN_IF_ERROR(writer_->WriteBatch(batch));
-    info.mutable_region()->set_offset(start);
-    info.mutable_region()->set_length(out_.Tell() - start);
     batches_.push_back(std::move(info));
     rows_written_ += pending_rows_;
     pending_.clear();
@@ -291,13 +368,13 @@ class DataFileWriterImpl final : public DataFileWriter {
   SchemaPtr schema_;
   std::vector<int32_t> field_ids_;
   DataFileWriteOptions options_;
-  ipc::BufferOutputStream out_;
+  FileBytesStream out_;
   std::unique_ptr<ipc::FileWriter> writer_;
   int64_t header_end_ = 0;
   std::vector<RecordBatch> pending_;  // slices of input batches, not yet written
   int64_t pending_rows_ = 0;
   int64_t pending_bytes_ = 0;
-  std::vector<pb::BatchInfo> batches_;  // region checksums are filled in by Finish()
+  std::vector<pb::BatchInfo> batches_;  // regions are filled in by Finish()
   int64_t rows_written_ = 0;
   int64_t bytes_buffered_ = 0;
   bool finished_ = false;

@@ -23,6 +23,10 @@ struct DataFileWriteOptions {
   ipc::Compression compression = ipc::Compression::kZstd;
   int64_t max_rows_per_batch = 8192;
   int64_t max_bytes_per_batch = int64_t{1} << 20;
+  // Threads compressing batches, the writer's caller included (ipc::WriteOptions::
+  // compression_threads): the next batch is cut and its statistics computed while the
+  // previous one is compressed. The file's bytes do not depend on it.
+  int compression_threads = 2;
 };
 
 // Writes one data file. Rows are buffered and written as batches of at most
