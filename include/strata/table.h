@@ -112,6 +112,19 @@ struct AppendResult {
   int64_t bytes_written = 0;  // data and index files
 };
 
+struct UpsertOptions {
+  std::vector<expr::Scalar> delete_keys;
+  KeyValueMetadata metadata_updates;   // as UpdateMetadata: an empty value removes the key
+  KeyValueMetadata expected_metadata;  // guard, checked against the version committed on
+};
+
+struct UpsertResult {
+  uint64_t version = 0;
+  int64_t rows_appended = 0;
+  int64_t rows_deleted = 0;
+  int fragments = 0;
+};
+
 struct DeleteResult {
   // Unchanged when nothing matched (no commit is made).
   uint64_t version = 0;
@@ -303,6 +316,16 @@ class Table {
   Result<DeleteResult> Delete(std::string_view filter);
   // Deletes the live rows whose primary key is one of `keys`.
   Result<DeleteResult> DeleteKeys(const std::vector<expr::Scalar>& keys);
+  // Replaces rows by primary key in one commit (the LSM merge's base commit): deletes every
+  // live row whose key is the key of a row in `batches` or one of options.delete_keys,
+  // appends `batches`, and applies options.metadata_updates. When rebased on concurrent
+  // commits, rows they appended with one of these keys are deleted too, so the table never
+  // holds two live rows of one key that this call wrote or replaced. InvalidArgument when
+  // the table has no primary key or `batches` repeat a key. Aborted (nothing committed)
+  // when a key of options.expected_metadata does not have the expected value (absent =
+  // "") in the version the commit lands on.
+  Result<UpsertResult> Upsert(const std::vector<RecordBatch>& batches,
+                              const UpsertOptions& options = {});
   // Adds nullable columns; existing rows read them as null without any data rewrite.
   // InvalidArgument for a non-nullable field or a name already in use.
   Result<uint64_t> AddColumns(const std::vector<FieldPtr>& fields);

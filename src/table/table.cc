@@ -106,7 +106,9 @@ Result<DeleteResult> DeleteAddresses(Table::Impl& impl, const SnapshotPtr& read,
         // Gone: fine when a concurrent delete removed every row, a conflict when compaction
         // or repair rewrote or dropped it.
         for (const pb::Transaction& t : intervening) {
-          if (t.operation() != "delete" && Contains(t.removed_fragments(), id)) {
+          // Deletes and upserts remove a fragment only when every row of it is deleted.
+          const bool deletes_rows = t.operation() == "delete" || t.operation() == "upsert";
+          if (!deletes_rows && Contains(t.removed_fragments(), id)) {
             std::optional<std::string> conflict = internal::FindConflict(intervening, {id}, false);
             return Status::Busy(
                 fmt::format("commit conflict: {}; retry the delete",
@@ -218,6 +220,16 @@ Result<std::vector<RecordBatch>> AlignBatches(const internal::Snapshot& snapshot
 }
 
 }  // namespace
+
+namespace internal {
+
+Result<std::vector<RecordBatch>> AlignAppendBatches(const Snapshot& snapshot,
+                                                    const std::vector<RecordBatch>& batches) {
+  if (batches.empty()) return batches;
+  return AlignBatches(snapshot, batches);
+}
+
+}  // namespace internal
 
 Table::Table(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Table::~Table() = default;

@@ -112,6 +112,11 @@ class FragmentSetWriter {
 // column exists with the same type, every non-nullable table column is present.
 Status CheckAppendSchema(const Snapshot& snapshot, const Schema& schema);
 
+// Checks every batch with CheckAppendSchema and pads batches whose column sets differ with
+// nulls to the union of their columns, as Append writes them (defined in table.cc).
+Result<std::vector<RecordBatch>> AlignAppendBatches(const Snapshot& snapshot,
+                                                    const std::vector<RecordBatch>& batches);
+
 // Maintenance, each on top of `read`; `committed` receives the new version when one is made.
 Result<CompactionResult> CompactTable(TableContext& context, const SnapshotPtr& read,
                                       const CompactionOptions& options, SnapshotPtr* committed);

@@ -1,0 +1,377 @@
+// Table::Upsert: the LSM merge's single base-table commit. Deletes the live rows whose key the
+// call writes or names, appends the new rows and updates metadata in one version, and on a
+// lost race re-resolves its keys in whatever fragments were committed meanwhile.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "strata/table.h"
+#include "table/commit.h"
+#include "table/scan.h"
+#include "table/table_internal.h"
+
+namespace strata::table {
+
+using internal::SnapshotPtr;
+
+namespace {
+
+// Orders normalized keys (all Int64 or all String scalars, see NormalizeKey).
+struct KeyLess {
+  bool operator()(const expr::Scalar& a, const expr::Scalar& b) const {
+    if (a.kind() != b.kind()) return a.kind() < b.kind();
+    if (a.kind() == expr::Scalar::Kind::kString) return a.string_value() < b.string_value();
+    return a.int64_value() < b.int64_value();
+  }
+};
+using KeySet = std::set<expr::Scalar, KeyLess>;
+
+// The key at `row` of key column `keys` as a scalar the key index compares; nullopt for a
+// null or a type that cannot be a key.
+std::optional<expr::Scalar> KeyOfRow(const Array& keys, int64_t row, internal::KeyKind kind) {
+  if (keys.IsNull(row)) return std::nullopt;
+  expr::Scalar value;
+  switch (keys.type_id()) {
+    case TypeId::kInt8:
+      value = expr::Scalar::Int64(keys.Value<int8_t>(row));
+      break;
+    case TypeId::kInt16:
+      value = expr::Scalar::Int64(keys.Value<int16_t>(row));
+      break;
+    case TypeId::kInt32:
+      value = expr::Scalar::Int64(keys.Value<int32_t>(row));
+      break;
+    case TypeId::kInt64:
+    case TypeId::kTimestamp:
+      value = expr::Scalar::Int64(keys.Value<int64_t>(row));
+      break;
+    case TypeId::kUInt8:
+      value = expr::Scalar::Int64(keys.Value<uint8_t>(row));
+      break;
+    case TypeId::kUInt16:
+      value = expr::Scalar::Int64(keys.Value<uint16_t>(row));
+      break;
+    case TypeId::kUInt32:
+      value = expr::Scalar::Int64(keys.Value<uint32_t>(row));
+      break;
+    case TypeId::kUtf8:
+    case TypeId::kLargeUtf8:
+      value = expr::Scalar::String(std::string(keys.StringValue(row)));
+      break;
+    default:
+      return std::nullopt;
+  }
+  return internal::NormalizeKey(value, kind);
+}
+
+// The metadata value of `key` in `manifest` ("" when absent).
+std::string MetadataValue(const pb::Manifest& manifest, const std::string& key) {
+  for (const pb::KeyValue& kv : manifest.metadata()) {
+    if (kv.key() == key) return kv.value();
+  }
+  return "";
+}
+
+// Sets (or, for an empty value, removes) each of `updates` in `manifest`, as UpdateMetadata.
+void ApplyMetadata(const KeyValueMetadata& updates, pb::Manifest* manifest) {
+  auto* entries = manifest->mutable_metadata();
+  for (const auto& entry : updates.entries()) {
+    const std::string& key = entry.first;
+    const std::string& value = entry.second;
+    auto it = std::find_if(entries->begin(), entries->end(),
+                           [&](const pb::KeyValue& kv) { return kv.key() == key; });
+    if (value.empty()) {
+      if (it != entries->end()) entries->erase(it);
+    } else if (it != entries->end()) {
+      it->set_value(value);
+    } else {
+      pb::KeyValue* kv = entries->Add();
+      kv->set_key(key);
+      kv->set_value(value);
+    }
+  }
+}
+
+bool Contains(const google::protobuf::RepeatedField<uint32_t>& ids, uint32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+// Live rows of `base`'s fragments with ids >= `first_new_id` (committed after the read
+// version) whose key is one of `keys`. Runs the ordinary key selection on a snapshot that
+// holds only those fragments, so index segments and unindexed fragments are handled alike.
+Result<std::vector<uint64_t>> SelectInNewFragments(
+    const std::shared_ptr<internal::TableContext>& context, const internal::Snapshot& base,
+    uint32_t first_new_id, const std::vector<expr::Scalar>& keys) {
+  pb::Manifest trimmed = base.manifest;
+  google::protobuf::RepeatedPtrField<pb::Fragment> kept;
+  for (const pb::Fragment& fragment : base.manifest.fragments()) {
+    if (fragment.id() >= first_new_id) *kept.Add() = fragment;
+  }
+  if (kept.empty()) return std::vector<uint64_t>();
+  trimmed.mutable_fragments()->Swap(&kept);
+  STRATA_ASSIGN_OR_RETURN(SnapshotPtr snapshot, internal::MakeSnapshot(std::move(trimmed)));
+  internal::RowSelectionSpec spec;
+  spec.keys = keys;
+  return internal::SelectRowAddresses(context, std::move(snapshot), std::move(spec));
+}
+
+// Files an attempt wrote that no manifest references when the upsert commits nothing.
+void DeleteQuietly(ObjectStore& store, const std::string& prefix,
+                   const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) (void)store.Delete(prefix + path);
+}
+
+}  // namespace
+
+Result<UpsertResult> Table::Upsert(const std::vector<RecordBatch>& batches,
+                                   const UpsertOptions& options) {
+  if (impl_->read_only) {
+    return Status::InvalidArgument(
+        fmt::format("table is checked out at version {} (read-only)", impl_->current()->version()));
+  }
+  const SnapshotPtr read = impl_->current();
+  internal::TableContext& context = *impl_->context;
+  UpsertResult result;
+  result.version = read->version();
+  if (!read->key_column) {
+    return Status::InvalidArgument("Upsert: the table has no primary-key column");
+  }
+  const Field& key_field = *read->schema->field(*read->key_column);
+  STRATA_ASSIGN_OR_RETURN(internal::KeyKind kind, internal::KeyKindForType(*key_field.type()));
+
+  // --- Validate everything before writing anything -------------------------------------
+  STRATA_ASSIGN_OR_RETURN(std::vector<RecordBatch> aligned,
+                          internal::AlignAppendBatches(*read, batches));
+  KeySet keys;
+  int64_t total_rows = 0;
+  for (const RecordBatch& batch : aligned) {
+    total_rows += batch.num_rows();
+    const Array column = batch.GetColumnByName(key_field.name());
+    if (!column.is_valid_handle()) {
+      return Status::InvalidArgument(
+          fmt::format("Upsert: a batch lacks the primary-key column '{}'", key_field.name()));
+    }
+    for (int64_t row = 0; row < batch.num_rows(); ++row) {
+      std::optional<expr::Scalar> key = KeyOfRow(column, row, kind);
+      if (!key) {
+        return Status::InvalidArgument(fmt::format(
+            "Upsert: row {} of a batch has a null primary key '{}'", row, key_field.name()));
+      }
+      auto [it, inserted] = keys.insert(std::move(*key));
+      if (!inserted) {
+        return Status::InvalidArgument(
+            fmt::format("Upsert: key {} appears more than once in the batches (column '{}')",
+                        it->ToString(), key_field.name()));
+      }
+    }
+  }
+  for (const expr::Scalar& key : options.delete_keys) {
+    std::optional<expr::Scalar> normalized = internal::NormalizeKey(key, kind);
+    if (!normalized) {
+      return Status::InvalidArgument(
+          fmt::format("Upsert: delete key {} is not a value of primary-key column '{}' ({})",
+                      key.ToString(), key_field.name(), key_field.type()->ToString()));
+    }
+    keys.insert(std::move(*normalized));
+  }
+  if (total_rows == 0 && keys.empty() && options.metadata_updates.empty()) return result;
+  const std::vector<expr::Scalar> key_list(keys.begin(), keys.end());
+
+  // --- Rows to delete as of the read version, then the new rows ------------------------
+  std::map<uint32_t, internal::DeletionVector> read_deltas;
+  if (!key_list.empty()) {
+    internal::RowSelectionSpec spec;
+    spec.keys = key_list;
+    STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> addresses,
+                            internal::SelectRowAddresses(impl_->context, read, std::move(spec)));
+    for (uint64_t address : addresses) {
+      read_deltas[RowAddressFragment(address)].Add(RowAddressOffset(address));
+    }
+  }
+  internal::WrittenFragments written;
+  if (total_rows > 0) {
+    STRATA_ASSIGN_OR_RETURN(
+        std::unique_ptr<internal::FragmentSetWriter> writer,
+        internal::FragmentSetWriter::Make(context, *read, aligned.front().schema()));
+    for (const RecordBatch& batch : aligned) {
+      if (batch.num_rows() > 0) STRATA_RETURN_IF_ERROR(writer->Write(batch));
+    }
+    STRATA_ASSIGN_OR_RETURN(written, writer->Finish());
+  }
+
+  // --- Commit --------------------------------------------------------------------------
+  const uint32_t first_new_id = read->manifest.next_fragment_id();
+  // Merged deletion files written by earlier attempts, reused while the base still has the
+  // deletion file they were merged with (a fragment's rows never change, so neither does
+  // the merge).
+  struct Merged {
+    std::string base_path;
+    pb::DeletionFile file;
+    int64_t added = 0;
+  };
+  std::map<uint32_t, Merged> merged_files;
+  std::vector<std::string> deletion_paths;  // every deletion file written
+  bool guard_failed = false;
+  bool nothing_to_do = false;
+  int64_t rows_deleted = 0;
+  auto build = [&](const internal::Snapshot& base,
+                   const std::vector<pb::Transaction>& intervening) -> Result<pb::Manifest> {
+    for (const auto& [key, expected] : options.expected_metadata.entries()) {
+      const std::string actual = MetadataValue(base.manifest, key);
+      if (actual != expected) {
+        guard_failed = true;
+        return Status::Aborted(fmt::format(
+            "Upsert: metadata '{}' is '{}' in version {}, expected '{}'; nothing committed", key,
+            actual, base.version(), expected));
+      }
+    }
+    std::map<uint32_t, internal::DeletionVector> deltas;
+    for (const auto& [id, delta] : read_deltas) {
+      if (base.FindFragment(id) != nullptr) {
+        deltas[id] = delta;
+        continue;
+      }
+      // Gone: fine when concurrent deletes removed every row of it, a conflict when a
+      // compaction or repair rewrote or dropped it.
+      for (const pb::Transaction& t : intervening) {
+        const bool deletes_rows = t.operation() == "delete" || t.operation() == "upsert";
+        if (!deletes_rows && Contains(t.removed_fragments(), id)) {
+          std::optional<std::string> conflict = internal::FindConflict(intervening, {id}, false);
+          return Status::Busy(fmt::format(
+              "commit conflict: {}; retry the upsert",
+              conflict
+                  ? *conflict
+                  : fmt::format("fragment {} was removed by a concurrent {}", id, t.operation())));
+        }
+      }
+    }
+    // Rows with these keys that commits after the read version appended.
+    if (!key_list.empty() && base.manifest.next_fragment_id() > first_new_id) {
+      STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> addresses,
+                              SelectInNewFragments(impl_->context, base, first_new_id, key_list));
+      for (uint64_t address : addresses) {
+        deltas[RowAddressFragment(address)].Add(RowAddressOffset(address));
+      }
+    }
+
+    pb::Manifest manifest = base.manifest;
+    manifest.clear_transaction();
+    int64_t deleted = 0;
+    std::set<uint32_t> removed;
+    std::map<uint32_t, pb::DeletionFile> replaced;
+    for (const auto& [id, delta] : deltas) {
+      const pb::Fragment* fragment = base.FindFragment(id);
+      const std::string base_path = fragment->has_deletion() ? fragment->deletion().path() : "";
+      if (auto it = merged_files.find(id);
+          it != merged_files.end() && it->second.base_path == base_path) {
+        deleted += it->second.added;
+        replaced.emplace(id, it->second.file);
+        continue;
+      }
+      internal::DeletionVector merged;
+      int64_t before = 0;
+      if (fragment->has_deletion()) {
+        STRATA_ASSIGN_OR_RETURN(
+            std::shared_ptr<const internal::DeletionVector> existing,
+            context.cache.Deletions(*context.store, context.prefix, fragment->deletion(),
+                                    fragment->physical_rows()));
+        merged = *existing;
+        before = merged.Cardinality();
+      }
+      merged.UnionWith(delta);
+      const int64_t added = merged.Cardinality() - before;
+      if (added == 0) continue;  // a concurrent delete got there first
+      deleted += added;
+      if (merged.Cardinality() >= fragment->physical_rows()) {
+        removed.insert(id);
+        continue;
+      }
+      STRATA_ASSIGN_OR_RETURN(
+          pb::DeletionFile file,
+          internal::WriteDeletionFile(*context.store, context.prefix, id, base.version(),
+                                      fragment->physical_rows(), merged));
+      deletion_paths.push_back(file.path());
+      merged_files[id] = Merged{base_path, file, added};
+      replaced.emplace(id, std::move(file));
+    }
+    if (deleted == 0 && written.fragments.empty() && options.metadata_updates.empty()) {
+      nothing_to_do = true;
+      return Status::Aborted("Upsert: nothing to commit");
+    }
+
+    google::protobuf::RepeatedPtrField<pb::Fragment> kept;
+    for (pb::Fragment& fragment : *manifest.mutable_fragments()) {
+      if (removed.contains(fragment.id())) continue;
+      auto it = replaced.find(fragment.id());
+      if (it != replaced.end()) *fragment.mutable_deletion() = it->second;
+      *kept.Add() = std::move(fragment);
+    }
+    manifest.mutable_fragments()->Swap(&kept);
+
+    pb::Transaction* transaction = manifest.mutable_transaction();
+    uint32_t next_id = base.manifest.next_fragment_id();
+    std::vector<uint32_t> ids;
+    for (const pb::Fragment& fragment : written.fragments) {
+      pb::Fragment* added = manifest.add_fragments();
+      *added = fragment;
+      added->set_id(next_id);
+      transaction->add_added_fragments(next_id);
+      ids.push_back(next_id++);
+    }
+    manifest.set_next_fragment_id(next_id);
+    if (written.key_segment) {
+      pb::Index* index = nullptr;
+      for (pb::Index& candidate : *manifest.mutable_indexes()) {
+        if (candidate.name() == internal::kKeyIndexName) index = &candidate;
+      }
+      if (index == nullptr) {
+        return Status::Internal(fmt::format("version {} lacks the key index '{}'", base.version(),
+                                            internal::kKeyIndexName));
+      }
+      pb::KeySegment* segment = index->add_segments();
+      *segment = *written.key_segment;
+      segment->clear_fragment_ids();
+      for (uint32_t id : ids) segment->add_fragment_ids(id);
+    }
+    ApplyMetadata(options.metadata_updates, &manifest);
+    for (const auto& [id, file] : replaced) transaction->add_modified_fragments(id);
+    for (uint32_t id : removed) transaction->add_removed_fragments(id);
+    rows_deleted = deleted;
+    return manifest;
+  };
+
+  internal::CommitRequest request;
+  request.operation = "upsert";
+  request.detail = fmt::format("{}: {} rows, {} delete keys", key_field.name(), written.rows,
+                               options.delete_keys.size());
+  request.max_retries = context.options.commit_retries;
+  request.build = build;
+  Result<internal::CommitOutcome> outcome =
+      internal::CommitWithRetry(*context.store, context.prefix, read, request);
+  if (!outcome.ok()) {
+    if (guard_failed || nothing_to_do) {
+      // No attempt was committed (a builder error ends the loop before any put), so what this
+      // call wrote is referenced by nothing.
+      std::vector<std::string> paths = deletion_paths;
+      for (const pb::Fragment& fragment : written.fragments) {
+        for (const pb::DataFile& file : fragment.files()) paths.push_back(file.path());
+      }
+      if (written.key_segment) paths.push_back(written.key_segment->path());
+      DeleteQuietly(*context.store, context.prefix, paths);
+      if (nothing_to_do && !guard_failed) return result;
+    }
+    return outcome.status();
+  }
+  impl_->Advance(outcome->snapshot);
+  result.version = outcome->snapshot->version();
+  result.rows_appended = written.rows;
+  result.rows_deleted = rows_deleted;
+  result.fragments = static_cast<int>(written.fragments.size());
+  return result;
+}
+
+}  // namespace strata::table
