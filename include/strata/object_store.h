@@ -31,6 +31,24 @@ struct ObjectMeta {
   int64_t size = 0;
 };
 
+// An object written by appending: a log. Made by ObjectStore::CreateAppendable; one writer
+// appends while readers may Get it at any time and see a prefix of what was appended (the
+// last append possibly cut short: readers of logs must tolerate a torn tail).
+class AppendableObject {
+ public:
+  virtual ~AppendableObject() = default;
+  // Appends `data`. After an error the object must not be appended to again (its end may
+  // hold part of `data`); Sync and Close still may be called.
+  virtual Status Append(std::string_view data) = 0;
+  // Makes every appended byte durable (fdatasync for the local store; a no-op for stores
+  // without sync, such as memory or a local store with sync == false).
+  virtual Status Sync() = 0;
+  // Releases the handle; later calls fail with InvalidArgument. Idempotent.
+  virtual Status Close() = 0;
+  // Bytes appended so far through this handle.
+  virtual int64_t size() const = 0;
+};
+
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -50,6 +68,11 @@ class ObjectStore {
   Result<int64_t> Size(std::string_view key);
   // True when the key exists.
   Result<bool> Exists(std::string_view key);
+  // Creates an empty object for appending; AlreadyExists when the key exists (of N
+  // concurrent creators exactly one succeeds). The new object's name is durable on return.
+  // Stores that cannot append (object stores without append) return NotSupported.
+  virtual Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key);
+
   // A human-readable location, e.g. "file:///data/strata" or "memory://".
   virtual std::string Describe() const = 0;
 };

@@ -27,6 +27,59 @@ bool IsTempName(std::string_view relative_path) {
   return name.substr(0, kTempFilePrefix.size()) == kTempFilePrefix;
 }
 
+// An object being appended to: the file created in place, written through one handle.
+class FileAppendableObject final : public AppendableObject {
+ public:
+  FileAppendableObject(std::unique_ptr<WritableFile> file, std::string key, bool sync)
+      : file_(std::move(file)), key_(std::move(key)), sync_(sync) {}
+  ~FileAppendableObject() override { Close().IgnoreError(); }
+
+  Status Append(std::string_view data) override {
+    STRATA_RETURN_IF_ERROR(CheckOpen("append to"));
+    if (failed_) {
+      return Status::IOError(
+          fmt::format("append to '{}': an earlier append failed, the object may end in a part "
+                      "of it",
+                      key_));
+    }
+    Status s = file_->Append(data);
+    if (!s.ok()) {
+      failed_ = true;
+      return s.WithContext(fmt::format("append to '{}'", key_));
+    }
+    size_.fetch_add(static_cast<int64_t>(data.size()), std::memory_order_relaxed);
+    return Status::OK();
+  }
+
+  Status Sync() override {
+    STRATA_RETURN_IF_ERROR(CheckOpen("sync"));
+    if (!sync_) return Status::OK();
+    Status s = file_->Sync();
+    return s.ok() ? s : s.WithContext(fmt::format("sync '{}'", key_));
+  }
+
+  Status Close() override {
+    if (file_ == nullptr) return Status::OK();
+    Status s = file_->Close();
+    file_.reset();
+    return s.ok() ? s : s.WithContext(fmt::format("close '{}'", key_));
+  }
+
+  int64_t size() const override { return size_.load(std::memory_order_relaxed); }
+
+ private:
+  Status CheckOpen(std::string_view op) const {
+    if (file_ != nullptr) return Status::OK();
+    return Status::InvalidArgument(fmt::format("{} '{}': the object is closed", op, key_));
+  }
+
+  std::unique_ptr<WritableFile> file_;  // null once closed
+  const std::string key_;
+  const bool sync_;
+  bool failed_ = false;
+  std::atomic<int64_t> size_{0};
+};
+
 class FileObjectStore final : public ObjectStore {
  public:
   FileObjectStore(std::shared_ptr<FileSystem> fs, std::string root, LocalObjectStoreOptions options)
@@ -115,6 +168,38 @@ class FileObjectStore final : public ObjectStore {
           fmt::format("object '{}' already exists in {}", key, Describe()));
     }
     return Status::OK();
+  }
+
+  Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key) override {
+    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    const std::string path = PathOf(key);
+    const std::string dir = AbsoluteDir(ParentDir(key));
+    ReaderLock namespace_lock(namespace_mu_);
+    Result<std::unique_ptr<WritableFile>> file = Status::Internal("unset");
+    // Retry when another process removed the (empty) directory between the two calls.
+    for (int attempt = 0; attempt < kTempFileAttempts; ++attempt) {
+      STRATA_RETURN_IF_ERROR(WriteError("create appendable", key, fs_->CreateDirs(dir)));
+      file = fs_->NewWritableFile(path, OpenMode::kCreateNew);
+      if (!file.status().IsNotFound()) break;
+    }
+    if (!file.ok() && !file.status().IsAlreadyExists()) {
+      return WriteError("create appendable", key, file.status());
+    }
+    // Also when losing, as in PutIfAbsent: AlreadyExists then names a durable object.
+    Status durable = WriteError("create appendable", key, MakeDurable(std::string(ParentDir(key))));
+    if (!file.ok()) {
+      STRATA_RETURN_IF_ERROR(durable);
+      return Status::AlreadyExists(
+          fmt::format("object '{}' already exists in {}", key, Describe()));
+    }
+    if (!durable.ok()) {
+      // Nothing was appended yet and the name may not survive a crash: take it back.
+      (*file)->Close().IgnoreError();
+      fs_->DeleteFile(path).IgnoreError();
+      return durable;
+    }
+    return std::unique_ptr<AppendableObject>(
+        std::make_unique<FileAppendableObject>(std::move(*file), std::string(key), options_.sync));
   }
 
   Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {

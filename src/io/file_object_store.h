@@ -10,6 +10,9 @@
 //   with EEXIST when the key exists, so of any number of racing creators, threads or
 //   processes, exactly one wins (the others get AlreadyExists); it then unlinks the temp
 //   file and syncs the directory, also when losing, so AlreadyExists names a durable object.
+// - CreateAppendable creates the file in place with O_EXCL (so of racing creators exactly
+//   one wins) and syncs its directory, also when losing; appends go straight to the file
+//   (readers see them at once), Sync fdatasyncs it (a no-op with options.sync == false).
 // - Directories are created as keys need them; the first Put into a directory also syncs
 //   every parent directory whose entry is not yet known to be durable. DeletePrefix removes
 //   directories it empties.

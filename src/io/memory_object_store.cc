@@ -2,17 +2,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 
-#include "util/mutex.h"
 #include "strata/object_store.h"
+#include "util/mutex.h"
 
 namespace strata {
 namespace {
 
-class MemoryObjectStore final : public ObjectStore {
+class MemoryObjectStore final : public ObjectStore,
+                                public std::enable_shared_from_this<MemoryObjectStore> {
  public:
   Result<Buffer> Get(std::string_view key) override {
     STRATA_RETURN_IF_ERROR(ValidateObjectKey(key));
@@ -65,6 +69,8 @@ class MemoryObjectStore final : public ObjectStore {
     return Status::OK();
   }
 
+  Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key) override;
+
   Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
     STRATA_RETURN_IF_ERROR(ValidateObjectPrefix(prefix));
     MutexLock lock(mu_);
@@ -102,6 +108,38 @@ class MemoryObjectStore final : public ObjectStore {
   std::string Describe() const override { return "memory://"; }
 
  private:
+  friend class MemoryAppendableObject;
+
+  // The bytes of an object being appended to: a block that only grows. Bytes below the
+  // published size are never written again, so Buffers handed out by Get stay valid and
+  // unchanged while appends go on; a full block is replaced by a copy twice as large.
+  struct AppendState {
+    std::shared_ptr<uint8_t[]> block;
+    int64_t capacity = 0;
+    int64_t size = 0;
+  };
+
+  // Appends to `state` and, if `key` still names that object (not replaced or deleted
+  // meanwhile, which would leave the appender writing to an unnamed object as with a file),
+  // publishes the longer object.
+  void AppendTo(const std::string& key, AppendState& state, std::string_view data)
+      STRATA_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    auto it = objects_.find(key);
+    const bool named = it != objects_.end() && it->second.data() == state.block.get();
+    const int64_t needed = state.size + static_cast<int64_t>(data.size());
+    if (needed > state.capacity) {
+      int64_t capacity = std::max(needed, state.capacity * 2);
+      std::shared_ptr<uint8_t[]> block(new uint8_t[static_cast<size_t>(capacity)]);
+      if (state.size > 0) std::memcpy(block.get(), state.block.get(), state.size);
+      state.block = std::move(block);
+      state.capacity = capacity;
+    }
+    if (!data.empty()) std::memcpy(state.block.get() + state.size, data.data(), data.size());
+    state.size = needed;
+    if (named) it->second = Buffer(state.block.get(), state.size, state.block);
+  }
+
   static Status NotFound(std::string_view key) {
     return Status::NotFound(fmt::format("object '{}' not found in memory://", key));
   }
@@ -109,6 +147,55 @@ class MemoryObjectStore final : public ObjectStore {
   Mutex mu_;
   std::map<std::string, Buffer, std::less<>> objects_ STRATA_GUARDED_BY(mu_);
 };
+
+class MemoryAppendableObject final : public AppendableObject {
+ public:
+  MemoryAppendableObject(std::shared_ptr<MemoryObjectStore> store, std::string key,
+                         MemoryObjectStore::AppendState state)
+      : store_(std::move(store)), key_(std::move(key)), state_(std::move(state)) {}
+
+  Status Append(std::string_view data) override {
+    STRATA_RETURN_IF_ERROR(CheckOpen("append to"));
+    store_->AppendTo(key_, state_, data);
+    size_.store(state_.size, std::memory_order_relaxed);
+    return Status::OK();
+  }
+  Status Sync() override { return CheckOpen("sync"); }
+  Status Close() override {
+    closed_ = true;
+    return Status::OK();
+  }
+  int64_t size() const override { return size_.load(std::memory_order_relaxed); }
+
+ private:
+  Status CheckOpen(std::string_view op) const {
+    if (!closed_) return Status::OK();
+    return Status::InvalidArgument(fmt::format("{} '{}': the object is closed", op, key_));
+  }
+
+  const std::shared_ptr<MemoryObjectStore> store_;
+  const std::string key_;
+  MemoryObjectStore::AppendState state_;
+  bool closed_ = false;
+  std::atomic<int64_t> size_{0};
+};
+
+Result<std::unique_ptr<AppendableObject>> MemoryObjectStore::CreateAppendable(
+    std::string_view key) {
+  STRATA_RETURN_IF_ERROR(ValidateObjectKey(key));
+  // A block of its own (never empty), so the map entry can be recognised as this object's.
+  AppendState state;
+  state.capacity = 256;
+  state.block.reset(new uint8_t[state.capacity]);
+  {
+    MutexLock lock(mu_);
+    if (!objects_.try_emplace(std::string(key), Buffer(state.block.get(), 0, state.block)).second) {
+      return Status::AlreadyExists(fmt::format("object '{}' already exists in memory://", key));
+    }
+  }
+  return std::unique_ptr<AppendableObject>(std::make_unique<MemoryAppendableObject>(
+      shared_from_this(), std::string(key), std::move(state)));
+}
 
 }  // namespace
 

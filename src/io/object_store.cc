@@ -38,6 +38,11 @@ Result<int64_t> ObjectStore::Size(std::string_view key) {
   return meta.size;
 }
 
+Result<std::unique_ptr<AppendableObject>> ObjectStore::CreateAppendable(std::string_view key) {
+  return Status::NotSupported(
+      fmt::format("{} cannot append to objects (key '{}')", Describe(), key));
+}
+
 Result<bool> ObjectStore::Exists(std::string_view key) {
   Result<ObjectMeta> meta = Head(key);
   if (meta.ok()) return true;

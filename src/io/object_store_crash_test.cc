@@ -138,6 +138,46 @@ TEST_P(ObjectStoreCrashTest, PutsWithoutSyncAreLostWholeOnACrash) {
   ExpectNoTempFiles();
 }
 
+TEST_P(ObjectStoreCrashTest, SyncedAppendsSurviveACrashUnsyncedOnesDoNot) {
+  Result<std::unique_ptr<AppendableObject>> log = store_->CreateAppendable("wal/s/1.wal");
+  ASSERT_TRUE(log.ok()) << log.status();
+  // Created and never appended to: the name alone is durable on return.
+  Result<std::unique_ptr<AppendableObject>> empty = store_->CreateAppendable("wal/s/2.wal");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  std::string synced;
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE((*log)->Append(Payload(i, 1)).ok());
+    synced += Payload(i, 1);
+    if (i % 3 == 2) {
+      ASSERT_TRUE((*log)->Sync().ok());
+    }
+  }
+  ASSERT_TRUE((*log)->Sync().ok());
+  const std::string tail = Payload(11, 2);
+  ASSERT_TRUE((*log)->Append(tail).ok());
+  EXPECT_EQ(Contents("wal/s/1.wal"), synced + tail);
+  log->reset();  // a crashed process's handles are gone
+  empty->reset();
+  CrashAndReopen();
+  EXPECT_EQ(Contents("wal/s/1.wal"), synced);
+  EXPECT_EQ(Contents("wal/s/2.wal"), "");
+  // The name stays taken after the crash.
+  EXPECT_TRUE(store_->CreateAppendable("wal/s/1.wal").status().IsAlreadyExists());
+}
+
+TEST_P(ObjectStoreCrashTest, AppendsOfAStoreWithoutSyncAreLostOnACrash) {
+  std::shared_ptr<ObjectStore> unsynced = Open(/*sync=*/false);
+  Result<std::unique_ptr<AppendableObject>> log = unsynced->CreateAppendable("nosync/1.wal");
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_TRUE((*log)->Append(Payload(1, 1)).ok());
+  ASSERT_TRUE((*log)->Sync().ok());  // a no-op without sync
+  EXPECT_EQ(Contents("nosync/1.wal"), Payload(1, 1));
+  log->reset();
+  unsynced.reset();
+  CrashAndReopen();
+  EXPECT_EQ(Contents("nosync/1.wal"), "<missing>");
+}
+
 // The same setup with a FaultInjectionFileSystem, to inject I/O errors.
 class ObjectStoreFaultTest : public ObjectStoreCrashTest {};
 
@@ -240,6 +280,45 @@ TEST_P(ObjectStoreFaultTest, AcknowledgedPutsSurviveACrashAfterFailedOnes) {
     EXPECT_THAT(allowed, ::testing::Contains(stored)) << key;
   }
   ExpectNoTempFiles();
+}
+
+TEST_P(ObjectStoreFaultTest, AFailedAppendIsAnIOErrorAndEndsTheObject) {
+  Result<std::unique_ptr<AppendableObject>> log = store_->CreateAppendable("f/1.wal");
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_TRUE((*log)->Append("good").ok());
+  fault_->FailNth(FaultOp::kWrite, 1);
+  Status failed = (*log)->Append("bad");
+  EXPECT_TRUE(failed.IsIOError()) << failed;
+  EXPECT_THAT(failed.message(), HasSubstr("injected"));
+  EXPECT_THAT(failed.message(), HasSubstr("f/1.wal"));
+  // Never appended to again, even once the fault is gone.
+  EXPECT_FALSE((*log)->Append("after").ok());
+  EXPECT_TRUE((*log)->Sync().ok());
+  EXPECT_TRUE((*log)->Close().ok());
+  EXPECT_EQ(Contents("f/1.wal"), "good");
+
+  Result<std::unique_ptr<AppendableObject>> second = store_->CreateAppendable("f/2.wal");
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_TRUE((*second)->Append("x").ok());
+  fault_->FailNth(FaultOp::kSync, 1);
+  Status sync = (*second)->Sync();
+  EXPECT_TRUE(sync.IsIOError()) << sync;
+  EXPECT_THAT(sync.message(), HasSubstr("f/2.wal"));
+}
+
+TEST_P(ObjectStoreFaultTest, CreateAppendableWhoseDirectorySyncFailsLeavesNoObject) {
+  fault_->FailNth(FaultOp::kSync, 1);
+  Result<std::unique_ptr<AppendableObject>> log = store_->CreateAppendable("d/1.wal");
+  EXPECT_TRUE(log.status().IsIOError()) << log.status();
+  EXPECT_EQ(Contents("d/1.wal"), "<missing>");
+  fault_->ClearFaults();
+  log = store_->CreateAppendable("d/1.wal");
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_TRUE((*log)->Append("v").ok());
+  ASSERT_TRUE((*log)->Sync().ok());
+  log->reset();
+  CrashAndReopen();
+  EXPECT_EQ(Contents("d/1.wal"), "v");
 }
 
 INSTANTIATE_TEST_SUITE_P(CrashModels, ObjectStoreCrashTest,

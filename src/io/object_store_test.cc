@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/file_object_store.h"
@@ -189,6 +190,7 @@ TEST_P(ObjectStoreTest, UnsafeKeysAreRejectedBeforeAnythingIsWritten) {
     EXPECT_TRUE(store_->GetRange(key, 0, 1).status().IsInvalidArgument());
     EXPECT_TRUE(store_->Head(key).status().IsInvalidArgument());
     EXPECT_TRUE(store_->Delete(key).IsInvalidArgument());
+    EXPECT_TRUE(store_->CreateAppendable(key).status().IsInvalidArgument());
   }
   for (std::string_view prefix : {"/abs/", "../", "a//", "a/../"}) {
     SCOPED_TRACE(prefix);
@@ -206,6 +208,104 @@ TEST_P(ObjectStoreTest, UnsafeKeysAreRejectedBeforeAnythingIsWritten) {
   } else {
     EXPECT_THAT(beside_root, IsEmpty());
   }
+}
+
+TEST_P(ObjectStoreTest, AppendableObjectGrowsAndGetSeesEveryAppendWhileOpen) {
+  Result<std::unique_ptr<AppendableObject>> log = store_->CreateAppendable("logs/a/1.log");
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ((*log)->size(), 0);
+  EXPECT_EQ(GetString("logs/a/1.log"), "");  // the name exists at once
+  std::string expected;
+  for (int i = 0; i < 40; ++i) {
+    // Mixed sizes, across the memory store's block growth and the mmap threshold.
+    const std::string piece = Binary(i % 7 == 0 ? 70000 : static_cast<size_t>(i) * 13, i);
+    ASSERT_TRUE((*log)->Append(piece).ok());
+    expected += piece;
+    EXPECT_EQ((*log)->size(), static_cast<int64_t>(expected.size()));
+    if (i % 5 == 0) {
+      ASSERT_TRUE((*log)->Sync().ok());
+    }
+    if (i % 9 == 0) {
+      ASSERT_EQ(GetString("logs/a/1.log"), expected) << i;
+    }
+  }
+  ASSERT_TRUE((*log)->Sync().ok());
+  EXPECT_EQ(GetString("logs/a/1.log"), expected);
+  EXPECT_EQ(*store_->Size("logs/a/1.log"), static_cast<int64_t>(expected.size()));
+  EXPECT_EQ(store_->GetRange("logs/a/1.log", 5, 10)->view(), expected.substr(5, 10));
+  EXPECT_THAT(Keys(*store_->List("logs/")), ElementsAre("logs/a/1.log"));
+  ASSERT_TRUE((*log)->Close().ok());
+  EXPECT_EQ(GetString("logs/a/1.log"), expected);  // closing keeps the bytes
+}
+
+TEST_P(ObjectStoreTest, BuffersFromGetDoNotChangeWhileAppendsContinue) {
+  Result<std::unique_ptr<AppendableObject>> log = store_->CreateAppendable("l");
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_TRUE((*log)->Append("first").ok());
+  Result<Buffer> before = store_->Get("l");
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_TRUE((*log)->Append(Binary(100000, 3)).ok());
+  EXPECT_EQ(before->view(), "first");
+  EXPECT_EQ(GetString("l"), "first" + Binary(100000, 3));
+}
+
+TEST_P(ObjectStoreTest, CreateAppendableOfAnExistingKeyIsAlreadyExists) {
+  ASSERT_TRUE(store_->Put("p", "put").ok());
+  Result<std::unique_ptr<AppendableObject>> over = store_->CreateAppendable("p");
+  EXPECT_TRUE(over.status().IsAlreadyExists()) << over.status();
+  EXPECT_EQ(GetString("p"), "put");
+
+  Result<std::unique_ptr<AppendableObject>> log = store_->CreateAppendable("w/1");
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_TRUE((*log)->Append("abc").ok());
+  Result<std::unique_ptr<AppendableObject>> again = store_->CreateAppendable("w/1");
+  EXPECT_TRUE(again.status().IsAlreadyExists()) << again.status();
+  EXPECT_TRUE(store_->PutIfAbsent("w/1", "x").IsAlreadyExists());
+  ASSERT_TRUE((*log)->Append("def").ok());
+  EXPECT_EQ(GetString("w/1"), "abcdef");  // the loser did not truncate it
+}
+
+TEST_P(ObjectStoreTest, OfRacingAppendableCreatorsExactlyOneWins) {
+  constexpr int kThreads = 8;
+  for (int round = 0; round < 5; ++round) {
+    const std::string key = "race/" + std::to_string(round) + "/seg.wal";
+    std::vector<Status> results(kThreads);
+    std::vector<std::unique_ptr<AppendableObject>> logs(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        Result<std::unique_ptr<AppendableObject>> log = store_->CreateAppendable(key);
+        results[t] = log.status();
+        if (log.ok()) logs[t] = std::move(*log);
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    int winners = 0;
+    for (int t = 0; t < kThreads; ++t) {
+      if (results[t].ok()) {
+        ++winners;
+        ASSERT_TRUE(logs[t]->Append("winner " + std::to_string(t)).ok());
+        EXPECT_EQ(GetString(key), "winner " + std::to_string(t));
+      } else {
+        EXPECT_TRUE(results[t].IsAlreadyExists()) << results[t];
+      }
+    }
+    EXPECT_EQ(winners, 1) << key;
+  }
+}
+
+TEST_P(ObjectStoreTest, AppendableCallsAfterCloseFail) {
+  Result<std::unique_ptr<AppendableObject>> log = store_->CreateAppendable("c/log");
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_TRUE((*log)->Append("data").ok());
+  ASSERT_TRUE((*log)->Close().ok());
+  EXPECT_TRUE((*log)->Close().ok());  // idempotent
+  Status append = (*log)->Append("more");
+  EXPECT_TRUE(append.IsInvalidArgument()) << append;
+  EXPECT_THAT(append.message(), ::testing::HasSubstr("c/log"));
+  EXPECT_TRUE((*log)->Sync().IsInvalidArgument());
+  EXPECT_EQ((*log)->size(), 4);
+  EXPECT_EQ(GetString("c/log"), "data");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllStores, ObjectStoreTest,
