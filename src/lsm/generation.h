@@ -1,0 +1,85 @@
+// Generations: a sealed memtable written as a small table of its own (one fragment, key
+// index included) under the shard directory, plus a bloom filter of its keys. Immutable
+// once written; listed in the shard manifest until merged into the base table.
+//
+// A generation table's schema is the shard schema with every non-key column nullable and
+// one more column, kTombstoneColumn (bool, non-null), true for a deletion. It holds at most
+// one row per key: the newest (full keys compared, not hashes), tombstones included.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lsm/bloom.h"
+#include "lsm/lsm.pb.h"
+#include "lsm/memtable.h"
+#include "strata/object_store.h"
+#include "strata/status.h"
+#include "strata/table.h"
+#include "util/clock.h"
+#include "util/mutex.h"
+#include "util/uuid.h"
+
+namespace strata::lsm {
+
+SchemaPtr GenerationSchema(const Schema& shard_schema, int key_column);
+
+// The newest row of every key in `snapshot`, in the generation schema, in append order of
+// the surviving rows. Tombstone rows have nulls except the key.
+Result<std::vector<RecordBatch>> DedupMemTable(const MemTableSnapshot& snapshot);
+
+// Writes `snapshot` as generation number `generation` of `shard` (a new random path, see
+// layout.h): the generation table and bloom.bin. Does not publish it (the shard writer
+// records it in the shard manifest). The returned entry has every field but wal_end set.
+// InvalidArgument for an empty snapshot.
+Result<pb::Generation> WriteGeneration(const std::shared_ptr<ObjectStore>& store,
+                                       const std::string& store_prefix, const Uuid& shard,
+                                       uint64_t generation, const MemTableSnapshot& snapshot,
+                                       const table::TableOptions& options,
+                                       Clock* clock = SystemClock());
+
+// An opened generation.
+class Generation {
+ public:
+  // NotFound when the generation's objects are gone (merged and deleted meanwhile).
+  static Result<std::shared_ptr<Generation>> Open(const std::shared_ptr<ObjectStore>& store,
+                                                  const std::string& store_prefix,
+                                                  const Uuid& shard, const pb::Generation& entry,
+                                                  const table::TableOptions& options);
+  const Uuid& shard() const { return shard_; }
+  const pb::Generation& entry() const { return entry_; }
+  const std::shared_ptr<table::Table>& table() const { return table_; }
+  bool MayContain(std::string_view encoded_key) const { return bloom_.MayContain(encoded_key); }
+
+ private:
+  Generation(Uuid shard, pb::Generation entry, std::shared_ptr<table::Table> table,
+             BloomFilter bloom);
+  Uuid shard_;
+  pb::Generation entry_;
+  std::shared_ptr<table::Table> table_;
+  BloomFilter bloom_;
+};
+
+// Opened generations keyed by shard and path (generations never change), least recently
+// used dropped beyond `capacity` entries. Thread safe.
+class GenerationCache {
+ public:
+  GenerationCache(std::shared_ptr<ObjectStore> store, std::string store_prefix,
+                  table::TableOptions options, size_t capacity = 1024);
+  Result<std::shared_ptr<Generation>> Get(const Uuid& shard, const pb::Generation& entry);
+  // Drops the entries of generations that were merged and deleted.
+  void Forget(const Uuid& shard, const std::string& path);
+
+ private:
+  struct State;
+  std::shared_ptr<ObjectStore> store_;
+  std::string prefix_;
+  table::TableOptions options_;
+  size_t capacity_;
+  Mutex mutex_;
+  std::shared_ptr<State> state_ STRATA_GUARDED_BY(mutex_);
+};
+
+}  // namespace strata::lsm

@@ -1,0 +1,524 @@
+// Newest-wins reads over an LsmView: memtables and generations are read whole and their
+// keys remembered, then the base table is scanned with the filter pushed down and every row
+// of a remembered key dropped (see lsm_read.h).
+#include "lsm/lsm_read.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "lsm/key.h"
+#include "lsm/layout.h"
+#include "strata/builder.h"
+
+namespace strata::lsm {
+namespace {
+
+std::string ColumnList(const Schema& schema) {
+  std::string out;
+  for (const FieldPtr& f : schema.fields()) out += out.empty() ? f->name() : ", " + f->name();
+  return out;
+}
+
+// What a read needs, resolved against the store schema before anything is read. Every
+// source's rows are brought into `work_schema` (store fields of the key, projected and
+// filter columns, in store order) so one bound filter evaluates them all.
+struct ReadPlan {
+  std::vector<std::string> work_names;
+  SchemaPtr work_schema;
+  int work_key = 0;                       // the key's position in work_schema
+  std::vector<int> output;                // positions in work_schema, in output order
+  SchemaPtr output_schema;                // store fields of the projection
+  std::optional<expr::BoundExpr> filter;  // bound to work_schema
+};
+
+Result<ReadPlan> MakePlan(const LsmView& view, const std::vector<std::string>& columns,
+                          std::string_view filter) {
+  if (view.schema == nullptr) return Status::InvalidArgument("lsm read: the view has no schema");
+  const Schema& store = *view.schema;
+  if (view.key_column < 0 || view.key_column >= store.num_fields()) {
+    return Status::InvalidArgument(fmt::format("lsm read: key column {} is outside the schema ({})",
+                                               view.key_column, ColumnList(store)));
+  }
+  std::vector<int> projection;
+  if (columns.empty()) {
+    for (int i = 0; i < store.num_fields(); ++i) projection.push_back(i);
+  } else {
+    for (const std::string& name : columns) {
+      const int index = store.GetFieldIndex(name);
+      if (index < 0) {
+        return Status::InvalidArgument(fmt::format(
+            "lsm read: unknown column '{}' (the store has: {})", name, ColumnList(store)));
+      }
+      projection.push_back(index);
+    }
+  }
+  std::vector<bool> needed(store.num_fields(), false);
+  needed[view.key_column] = true;
+  for (int p : projection) needed[p] = true;
+  std::optional<expr::Expr> parsed;
+  if (!filter.empty()) {
+    Result<expr::Expr> e = expr::Parse(filter);
+    if (!e.ok()) return e.status().WithContext("lsm read: filter");
+    Result<expr::BoundExpr> full = expr::Bind(*e, view.schema);
+    if (!full.ok()) return full.status().WithContext("lsm read: filter");
+    for (int c : full->ReferencedColumns()) needed[c] = true;
+    parsed = std::move(*e);
+  }
+
+  ReadPlan plan;
+  std::vector<int> work_columns;
+  std::vector<int> position(store.num_fields(), -1);
+  for (int i = 0; i < store.num_fields(); ++i) {
+    if (!needed[i]) continue;
+    position[i] = static_cast<int>(work_columns.size());
+    work_columns.push_back(i);
+    plan.work_names.push_back(store.field(i)->name());
+  }
+  STRATA_ASSIGN_OR_RETURN(plan.work_schema, store.Project(work_columns));
+  plan.work_key = position[view.key_column];
+  for (int p : projection) plan.output.push_back(position[p]);
+  STRATA_ASSIGN_OR_RETURN(plan.output_schema, store.Project(projection));
+  if (parsed) {
+    STRATA_ASSIGN_OR_RETURN(plan.filter, expr::Bind(*parsed, plan.work_schema));
+  }
+  return plan;
+}
+
+// `batch`'s columns named by `target`'s fields, as a batch of `target` (same data; the
+// target's nullability). Corruption naming `what` when a column is missing, of another type,
+// or holds nulls the target does not allow.
+Result<RecordBatch> Conform(const RecordBatch& batch, const SchemaPtr& target,
+                            std::string_view what) {
+  std::vector<Array> columns;
+  columns.reserve(target->num_fields());
+  for (const FieldPtr& f : target->fields()) {
+    Array column = batch.GetColumnByName(f->name());
+    if (!column.is_valid_handle()) {
+      return Status::Corruption(fmt::format("{}: no column '{}'", what, f->name()));
+    }
+    if (!column.type()->Equals(*f->type())) {
+      return Status::Corruption(fmt::format("{}: column '{}' is {}, the store has {}", what,
+                                            f->name(), column.type()->ToString(),
+                                            f->type()->ToString()));
+    }
+    columns.push_back(std::move(column));
+  }
+  Result<RecordBatch> out = RecordBatch::Make(target, batch.num_rows(), std::move(columns));
+  if (!out.ok()) return Status::Corruption(fmt::format("{}: {}", what, out.status().message()));
+  return out;
+}
+
+// The rows at `rows` (ascending or not) of `batch`; `batch` itself when that is every row.
+Result<RecordBatch> TakeRows(const RecordBatch& batch, const std::vector<int64_t>& rows) {
+  if (static_cast<int64_t>(rows.size()) == batch.num_rows()) {
+    bool identity = true;
+    for (size_t i = 0; i < rows.size() && identity; ++i) identity = rows[i] == int64_t(i);
+    if (identity) return batch;
+  }
+  std::vector<Array> columns;
+  columns.reserve(batch.num_columns());
+  for (const Array& column : batch.columns()) {
+    STRATA_ASSIGN_OR_RETURN(Array taken, Take(column, rows));
+    columns.push_back(std::move(taken));
+  }
+  return RecordBatch::Make(batch.schema(), static_cast<int64_t>(rows.size()), std::move(columns));
+}
+
+// Applies offset and limit to the stream of output batches.
+class Sink {
+ public:
+  Sink(int64_t offset, std::optional<int64_t> limit) : skip_(offset), remaining_(limit) {}
+  bool full() const { return remaining_ && *remaining_ == 0; }
+  void Add(RecordBatch batch) {
+    if (full() || batch.num_rows() == 0) return;
+    if (skip_ > 0) {
+      const int64_t skipped = std::min(skip_, batch.num_rows());
+      skip_ -= skipped;
+      if (skipped == batch.num_rows()) return;
+      batch = batch.Slice(skipped, batch.num_rows() - skipped);
+    }
+    if (remaining_) {
+      if (batch.num_rows() > *remaining_) batch = batch.Slice(0, *remaining_);
+      *remaining_ -= batch.num_rows();
+    }
+    out_.push_back(std::move(batch));
+  }
+  // Hands offset and limit to a source that applies them itself (the last one).
+  std::pair<int64_t, std::optional<int64_t>> Delegate() {
+    const int64_t skip = skip_;
+    skip_ = 0;
+    return {skip, remaining_};
+  }
+  std::vector<RecordBatch> Finish() { return std::move(out_); }
+
+ private:
+  int64_t skip_;
+  std::optional<int64_t> remaining_;
+  std::vector<RecordBatch> out_;
+};
+
+// Candidate rows (newest of their key, live) in the work schema: the filter, then the
+// projection, then the sink.
+Status Emit(const ReadPlan& plan, const RecordBatch& candidates, Sink& sink) {
+  RecordBatch batch = candidates;
+  if (plan.filter) {
+    STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> selected, expr::Select(*plan.filter, batch));
+    if (selected.empty()) return Status::OK();
+    STRATA_ASSIGN_OR_RETURN(batch, TakeRows(batch, selected));
+  }
+  STRATA_ASSIGN_OR_RETURN(RecordBatch projected, batch.Project(plan.output));
+  sink.Add(std::move(projected));
+  return Status::OK();
+}
+
+using KeySet = std::unordered_set<std::string>;
+
+Status ScanMemTable(const MemTableSnapshot& snapshot, const ReadPlan& plan, KeySet& seen,
+                    Sink& sink) {
+  const auto& batches = snapshot.batches();
+  // Newest row first: the first time a key is met (here or in a newer source) it wins.
+  std::vector<std::vector<int64_t>> winners(batches.size());
+  for (size_t b = batches.size(); b-- > 0;) {
+    const MemTableBatch& mb = *batches[b];
+    const int64_t rows = mb.batch.num_rows();
+    if (static_cast<int64_t>(mb.keys.size()) != rows) {
+      return Status::Internal(
+          fmt::format("memtable batch {} has {} rows but {} keys", b, rows, mb.keys.size()));
+    }
+    for (int64_t r = rows; r-- > 0;) {
+      if (seen.insert(mb.keys[r]).second && !mb.tombstone) winners[b].push_back(r);
+    }
+    std::reverse(winners[b].begin(), winners[b].end());
+  }
+  for (size_t b = 0; b < batches.size() && !sink.full(); ++b) {
+    if (winners[b].empty()) continue;
+    STRATA_ASSIGN_OR_RETURN(RecordBatch work,
+                            Conform(batches[b]->batch, plan.work_schema, "memtable batch"));
+    STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, TakeRows(work, winners[b]));
+    STRATA_RETURN_IF_ERROR(Emit(plan, candidates, sink));
+  }
+  return Status::OK();
+}
+
+std::vector<std::string> WithTombstone(const std::vector<std::string>& names) {
+  std::vector<std::string> out = names;
+  out.emplace_back(kTombstoneColumn);
+  return out;
+}
+
+std::string GenerationName(const Generation& generation) {
+  return fmt::format("generation {} ({})", generation.entry().generation(),
+                     generation.entry().path());
+}
+
+// The live rows of a generation batch read with WithTombstone(work_names), in the work
+// schema. `live` are the rows to keep.
+Result<RecordBatch> GenerationRows(const RecordBatch& batch, const ReadPlan& plan,
+                                   const std::vector<int64_t>& live, const std::string& what) {
+  std::vector<int> data_columns;
+  for (int i = 0; i + 1 < batch.num_columns(); ++i) data_columns.push_back(i);
+  STRATA_ASSIGN_OR_RETURN(RecordBatch data, batch.Project(data_columns));
+  STRATA_ASSIGN_OR_RETURN(RecordBatch taken, TakeRows(data, live));
+  return Conform(taken, plan.work_schema, what);
+}
+
+Result<Array> TombstoneColumn(const RecordBatch& batch, const std::string& what) {
+  const Array& tombstones = batch.column(batch.num_columns() - 1);
+  if (tombstones.type_id() != TypeId::kBool || tombstones.null_count() != 0) {
+    return Status::Corruption(fmt::format("{}: bad tombstone column", what));
+  }
+  return tombstones;
+}
+
+Status ScanGeneration(const Generation& generation, const ReadPlan& plan, KeySet& seen,
+                      Sink& sink) {
+  const std::string what = GenerationName(generation);
+  table::ScanOptions options;
+  options.columns = WithTombstone(plan.work_names);
+  Result<std::unique_ptr<table::BatchIterator>> it = generation.table()->Scan(options);
+  if (!it.ok()) return it.status().WithContext(what);
+  const std::string& key_name = plan.work_names[plan.work_key];
+  while (true) {
+    // Nothing older can reach the output once it is full.
+    if (sink.full()) return Status::OK();
+    Result<std::optional<RecordBatch>> next = (*it)->Next();
+    if (!next.ok()) return next.status().WithContext(what);
+    if (!*next) return Status::OK();
+    const RecordBatch& batch = **next;
+    STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys,
+                            EncodeKeys(batch.column(plan.work_key), key_name));
+    STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
+    // A generation holds one row per key, so the first sighting is this generation's row.
+    std::vector<int64_t> live;
+    for (int64_t r = 0; r < batch.num_rows(); ++r) {
+      if (seen.insert(std::move(keys[r])).second && !tombstones.BoolValue(r)) live.push_back(r);
+    }
+    if (live.empty()) continue;
+    STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, GenerationRows(batch, plan, live, what));
+    STRATA_RETURN_IF_ERROR(Emit(plan, candidates, sink));
+  }
+}
+
+Status ScanBase(const table::Table& base, const ReadPlan& plan, std::string_view filter,
+                const KeySet& seen, Sink& sink) {
+  if (sink.full()) return Status::OK();
+  table::ScanOptions options;
+  options.filter = std::string(filter);
+  if (seen.empty()) {
+    // Nothing to drop: the base applies projection, offset and limit itself.
+    for (const FieldPtr& f : plan.output_schema->fields()) options.columns.push_back(f->name());
+    std::tie(options.offset, options.limit) = sink.Delegate();
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<table::BatchIterator> it, base.Scan(options));
+    while (true) {
+      STRATA_ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, it->Next());
+      if (!batch) return Status::OK();
+      STRATA_ASSIGN_OR_RETURN(RecordBatch out, Conform(*batch, plan.output_schema, "base table"));
+      sink.Add(std::move(out));
+    }
+  }
+  options.columns = plan.work_names;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<table::BatchIterator> it, base.Scan(options));
+  const std::string& key_name = plan.work_names[plan.work_key];
+  while (!sink.full()) {
+    STRATA_ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, it->Next());
+    if (!batch) return Status::OK();
+    STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys,
+                            EncodeKeys(batch->column(plan.work_key), key_name));
+    std::vector<int64_t> keep;
+    for (int64_t r = 0; r < batch->num_rows(); ++r) {
+      if (!seen.contains(keys[r])) keep.push_back(r);
+    }
+    if (keep.empty()) continue;
+    STRATA_ASSIGN_OR_RETURN(RecordBatch work, Conform(*batch, plan.work_schema, "base table"));
+    STRATA_ASSIGN_OR_RETURN(RecordBatch kept, TakeRows(work, keep));
+    STRATA_ASSIGN_OR_RETURN(RecordBatch projected, kept.Project(plan.output));
+    sink.Add(std::move(projected));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::vector<RecordBatch>> LsmScan(const LsmView& view, const LsmScanOptions& options) {
+  if (options.offset < 0) {
+    return Status::InvalidArgument(
+        fmt::format("lsm scan: offset must be >= 0, got {}", options.offset));
+  }
+  if (options.limit && *options.limit < 0) {
+    return Status::InvalidArgument(
+        fmt::format("lsm scan: limit must be >= 0, got {}", *options.limit));
+  }
+  STRATA_ASSIGN_OR_RETURN(ReadPlan plan, MakePlan(view, options.columns, options.filter));
+  KeySet seen;
+  Sink sink(options.offset, options.limit);
+  for (const auto& memtable : view.memtables) {
+    if (sink.full()) return sink.Finish();
+    if (memtable) STRATA_RETURN_IF_ERROR(ScanMemTable(*memtable, plan, seen, sink));
+  }
+  for (const auto& generation : view.generations) {
+    if (sink.full()) return sink.Finish();
+    if (generation) STRATA_RETURN_IF_ERROR(ScanGeneration(*generation, plan, seen, sink));
+  }
+  if (view.base) STRATA_RETURN_IF_ERROR(ScanBase(*view.base, plan, options.filter, seen, sink));
+  return sink.Finish();
+}
+
+Result<int64_t> LsmCount(const LsmView& view, const std::string& filter) {
+  if (view.schema == nullptr) return Status::InvalidArgument("lsm count: the view has no schema");
+  if (view.key_column < 0 || view.key_column >= view.schema->num_fields()) {
+    return Status::InvalidArgument(
+        fmt::format("lsm count: key column {} is outside the schema", view.key_column));
+  }
+  LsmScanOptions options;
+  options.columns = {view.schema->field(view.key_column)->name()};
+  options.filter = filter;
+  STRATA_ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, LsmScan(view, options));
+  int64_t rows = 0;
+  for (const RecordBatch& b : batches) rows += b.num_rows();
+  return rows;
+}
+
+namespace {
+
+// Per distinct requested key: unresolved, resolved as missing (tombstone), or found at a row
+// of one of the collected parts.
+struct GetState {
+  std::vector<std::string> encoded;   // distinct keys, in request order
+  std::vector<expr::Scalar> scalars;  // the caller's scalar of each
+  std::unordered_map<std::string, size_t> slot_of;
+  enum class Kind : uint8_t { kUnresolved, kMissing, kFound };
+  std::vector<Kind> kind;
+  std::vector<std::pair<size_t, int64_t>> where;  // (part, row) when found
+  std::vector<RecordBatch> parts;                 // in the work schema
+  size_t unresolved = 0;
+};
+
+// Records a part whose row i is the newest live row of slots[i].
+void AddPart(GetState& state, RecordBatch part, const std::vector<size_t>& slots) {
+  const size_t index = state.parts.size();
+  for (size_t i = 0; i < slots.size(); ++i) {
+    state.kind[slots[i]] = GetState::Kind::kFound;
+    state.where[slots[i]] = {index, static_cast<int64_t>(i)};
+  }
+  state.parts.push_back(std::move(part));
+}
+
+void Resolve(GetState& state, size_t slot) {
+  state.kind[slot] = GetState::Kind::kMissing;
+  --state.unresolved;
+}
+
+Status GetFromMemTable(const MemTableSnapshot& snapshot, const ReadPlan& plan, GetState& state) {
+  std::unordered_map<uint32_t, std::vector<std::pair<int64_t, size_t>>> hits;  // batch -> rows
+  const auto& batches = snapshot.batches();
+  for (size_t slot = 0; slot < state.encoded.size(); ++slot) {
+    if (state.kind[slot] != GetState::Kind::kUnresolved) continue;
+    std::optional<MemRowRef> ref = snapshot.Lookup(state.encoded[slot]);
+    if (!ref) continue;
+    if (ref->batch >= batches.size() ||
+        ref->row >= static_cast<uint64_t>(batches[ref->batch]->batch.num_rows())) {
+      return Status::Internal(fmt::format("memtable lookup returned row {}:{} outside the snapshot",
+                                          ref->batch, ref->row));
+    }
+    Resolve(state, slot);
+    if (!batches[ref->batch]->tombstone) hits[ref->batch].emplace_back(ref->row, slot);
+  }
+  for (const auto& [b, rows] : hits) {
+    std::vector<int64_t> indices;
+    std::vector<size_t> slots;
+    for (const auto& [row, slot] : rows) {
+      indices.push_back(row);
+      slots.push_back(slot);
+    }
+    STRATA_ASSIGN_OR_RETURN(RecordBatch work,
+                            Conform(batches[b]->batch, plan.work_schema, "memtable batch"));
+    STRATA_ASSIGN_OR_RETURN(RecordBatch part, TakeRows(work, indices));
+    AddPart(state, std::move(part), slots);
+  }
+  return Status::OK();
+}
+
+Status GetFromGeneration(const Generation& generation, const ReadPlan& plan, GetState& state) {
+  std::vector<expr::Scalar> candidates;
+  for (size_t slot = 0; slot < state.encoded.size(); ++slot) {
+    if (state.kind[slot] == GetState::Kind::kUnresolved &&
+        generation.MayContain(state.encoded[slot])) {
+      candidates.push_back(state.scalars[slot]);
+    }
+  }
+  if (candidates.empty()) return Status::OK();
+  const std::string what = GenerationName(generation);
+  Result<RecordBatch> found =
+      generation.table()->LookupKeys(candidates, WithTombstone(plan.work_names));
+  if (!found.ok()) return found.status().WithContext(what);
+  const RecordBatch& batch = *found;
+  if (batch.num_rows() == 0) return Status::OK();
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys,
+                          EncodeKeys(batch.column(plan.work_key), plan.work_names[plan.work_key]));
+  STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
+  std::vector<int64_t> live;
+  std::vector<size_t> slots;
+  for (int64_t r = 0; r < batch.num_rows(); ++r) {
+    auto it = state.slot_of.find(keys[r]);
+    if (it == state.slot_of.end() || state.kind[it->second] != GetState::Kind::kUnresolved) {
+      continue;
+    }
+    Resolve(state, it->second);
+    if (!tombstones.BoolValue(r)) {
+      live.push_back(r);
+      slots.push_back(it->second);
+    }
+  }
+  if (live.empty()) return Status::OK();
+  STRATA_ASSIGN_OR_RETURN(RecordBatch part, GenerationRows(batch, plan, live, what));
+  AddPart(state, std::move(part), slots);
+  return Status::OK();
+}
+
+Status GetFromBase(const table::Table& base, const ReadPlan& plan, GetState& state) {
+  std::vector<expr::Scalar> remaining;
+  for (size_t slot = 0; slot < state.encoded.size(); ++slot) {
+    if (state.kind[slot] == GetState::Kind::kUnresolved) remaining.push_back(state.scalars[slot]);
+  }
+  if (remaining.empty()) return Status::OK();
+  STRATA_ASSIGN_OR_RETURN(RecordBatch batch, base.LookupKeys(remaining, plan.work_names));
+  if (batch.num_rows() == 0) return Status::OK();
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys,
+                          EncodeKeys(batch.column(plan.work_key), plan.work_names[plan.work_key]));
+  std::vector<int64_t> rows;
+  std::vector<size_t> slots;
+  for (int64_t r = 0; r < batch.num_rows(); ++r) {
+    auto it = state.slot_of.find(keys[r]);
+    if (it == state.slot_of.end() || state.kind[it->second] != GetState::Kind::kUnresolved) {
+      continue;
+    }
+    Resolve(state, it->second);
+    rows.push_back(r);
+    slots.push_back(it->second);
+  }
+  if (rows.empty()) return Status::OK();
+  STRATA_ASSIGN_OR_RETURN(RecordBatch work, Conform(batch, plan.work_schema, "base table"));
+  STRATA_ASSIGN_OR_RETURN(RecordBatch part, TakeRows(work, rows));
+  AddPart(state, std::move(part), slots);
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<RecordBatch> LsmGet(const LsmView& view, const std::vector<expr::Scalar>& keys,
+                           const std::vector<std::string>& columns) {
+  if (keys.size() > kMaxGetKeys) {
+    return Status::InvalidArgument(
+        fmt::format("lsm get: {} keys, at most {} per call", keys.size(), kMaxGetKeys));
+  }
+  STRATA_ASSIGN_OR_RETURN(ReadPlan plan, MakePlan(view, columns, {}));
+  const Field& key_field = *view.schema->field(view.key_column);
+  GetState state;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Result<std::string> encoded = EncodeKeyScalar(keys[i], *key_field.type());
+    if (!encoded.ok()) {
+      return encoded.status().WithContext(fmt::format("lsm get: key {} ({}) for column '{}'", i,
+                                                      keys[i].ToString(), key_field.name()));
+    }
+    if (state.slot_of.emplace(*encoded, state.encoded.size()).second) {
+      state.encoded.push_back(std::move(*encoded));
+      state.scalars.push_back(keys[i]);
+    }
+  }
+  state.kind.assign(state.encoded.size(), GetState::Kind::kUnresolved);
+  state.where.assign(state.encoded.size(), {0, 0});
+  state.unresolved = state.encoded.size();
+
+  for (const auto& memtable : view.memtables) {
+    if (state.unresolved == 0) break;
+    if (memtable) STRATA_RETURN_IF_ERROR(GetFromMemTable(*memtable, plan, state));
+  }
+  for (const auto& generation : view.generations) {
+    if (state.unresolved == 0) break;
+    if (generation) STRATA_RETURN_IF_ERROR(GetFromGeneration(*generation, plan, state));
+  }
+  if (view.base && state.unresolved > 0) {
+    STRATA_RETURN_IF_ERROR(GetFromBase(*view.base, plan, state));
+  }
+
+  if (state.parts.empty()) return RecordBatch::MakeEmpty(plan.output_schema);
+  std::vector<int64_t> first_row(state.parts.size(), 0);
+  for (size_t p = 1; p < state.parts.size(); ++p) {
+    first_row[p] = first_row[p - 1] + state.parts[p - 1].num_rows();
+  }
+  std::vector<int64_t> order;
+  for (size_t slot = 0; slot < state.encoded.size(); ++slot) {
+    if (state.kind[slot] != GetState::Kind::kFound) continue;
+    order.push_back(first_row[state.where[slot].first] + state.where[slot].second);
+  }
+  STRATA_ASSIGN_OR_RETURN(RecordBatch all, ConcatenateBatches(state.parts));
+  STRATA_ASSIGN_OR_RETURN(RecordBatch ordered, TakeRows(all, order));
+  return ordered.Project(plan.output);
+}
+
+}  // namespace strata::lsm

@@ -1,0 +1,407 @@
+// Merging a shard's pending generations into the base table (see merge.h): the merge memory
+// budget, schema alignment, and the two merge steps (prepare: read + de-duplicate; commit:
+// one guarded base commit, then drain).
+#include "lsm/merge.h"
+
+#include <algorithm>
+#include <unordered_set>
+#include <utility>
+
+#include "fmt/format.h"
+#include "lsm/key.h"
+#include "lsm/layout.h"
+#include "strata/builder.h"
+
+namespace strata::lsm {
+
+namespace {
+
+constexpr int64_t kPermitBytes = int64_t{1} << 20;
+
+int64_t ArrayDataBytes(const ArrayData& data) {
+  int64_t total = 0;
+  for (const Buffer& buffer : data.buffers) total += buffer.size();
+  for (const ArrayDataPtr& child : data.children) {
+    if (child != nullptr) total += ArrayDataBytes(*child);
+  }
+  if (data.dictionary != nullptr) total += ArrayDataBytes(*data.dictionary);
+  return total;
+}
+
+// Bytes of the buffers a batch holds in memory.
+int64_t BatchBytes(const RecordBatch& batch) {
+  int64_t total = 0;
+  for (const Array& column : batch.columns()) {
+    if (column.is_valid_handle()) total += ArrayDataBytes(*column.data());
+  }
+  return total;
+}
+
+Result<uint64_t> ReadWatermark(const table::Table& base, const Uuid& shard) {
+  KeyValueMetadata metadata = base.metadata();
+  std::optional<std::string_view> value = metadata.Get(MergedWatermarkKey(shard));
+  return ParseWatermark(value.has_value() ? *value : std::string_view());
+}
+
+// One generation read for a merge: its scanned batches (generation schema).
+struct ReadGeneration {
+  uint64_t number = 0;
+  std::vector<RecordBatch> batches;
+};
+
+// The winning rows (newest generation first) of `generations`, aligned to the base schema,
+// plus the tombstoned keys. `generations` is oldest first.
+Status Deduplicate(const std::vector<ReadGeneration>& generations, const SchemaPtr& base_schema,
+                   int base_key_column, PreparedMerge& out) {
+  const std::string& key_name = base_schema->field(base_key_column)->name();
+  std::unordered_set<std::string> seen;
+  std::vector<RecordBatch> newest_first;
+  for (auto gen = generations.rbegin(); gen != generations.rend(); ++gen) {
+    for (const RecordBatch& batch : gen->batches) {
+      const SchemaPtr& schema = batch.schema();
+      int key_index = schema->GetFieldIndex(key_name);
+      int tombstone_index = schema->GetFieldIndex(kTombstoneColumn);
+      if (key_index < 0 || tombstone_index < 0) {
+        return Status::Corruption(
+            fmt::format("generation {} lacks the key column '{}' or the tombstone column '{}'",
+                        gen->number, key_name, kTombstoneColumn));
+      }
+      const Array& keys = batch.column(key_index);
+      const Array& tombstones = batch.column(tombstone_index);
+      if (tombstones.type_id() != TypeId::kBool) {
+        return Status::Corruption(fmt::format("generation {}: tombstone column has type {}",
+                                              gen->number, tombstones.type()->ToString()));
+      }
+      STRATA_ASSIGN_OR_RETURN(std::vector<std::string> encoded, EncodeKeys(keys, key_name));
+      std::vector<int64_t> keep;
+      for (int64_t row = 0; row < batch.num_rows(); ++row) {
+        if (!seen.insert(std::move(encoded[row])).second) continue;  // a newer version won
+        if (tombstones.IsValid(row) && tombstones.BoolValue(row)) {
+          STRATA_ASSIGN_OR_RETURN(expr::Scalar key, KeyScalar(keys, row));
+          out.deleted_keys.push_back(std::move(key));
+        } else {
+          keep.push_back(row);
+        }
+      }
+      if (keep.empty()) continue;
+      std::vector<int> projection;
+      for (int i = 0; i < schema->num_fields(); ++i) {
+        if (i != tombstone_index) projection.push_back(i);
+      }
+      STRATA_ASSIGN_OR_RETURN(RecordBatch projected, batch.Project(projection));
+      RecordBatch taken = projected;
+      if (static_cast<int64_t>(keep.size()) != batch.num_rows()) {
+        std::vector<Array> columns;
+        columns.reserve(projected.num_columns());
+        for (const Array& column : projected.columns()) {
+          STRATA_ASSIGN_OR_RETURN(Array picked, Take(column, keep));
+          columns.push_back(std::move(picked));
+        }
+        STRATA_ASSIGN_OR_RETURN(
+            taken, RecordBatch::Make(projected.schema(), static_cast<int64_t>(keep.size()),
+                                     std::move(columns)));
+      }
+      STRATA_ASSIGN_OR_RETURN(RecordBatch aligned, AlignBatchToSchema(taken, base_schema));
+      out.bytes += BatchBytes(aligned);
+      newest_first.push_back(std::move(aligned));
+    }
+  }
+  // Oldest first, as the rows were written (the order does not change the result).
+  out.rows.assign(std::make_move_iterator(newest_first.rbegin()),
+                  std::make_move_iterator(newest_first.rend()));
+  return Status::OK();
+}
+
+}  // namespace
+
+// --- MergeBudget ------------------------------------------------------------------------
+
+MergeBudget::MergeBudget(int64_t limit_bytes)
+    : limit_(std::max<int64_t>(limit_bytes, 1)),
+      total_permits_((limit_ + kPermitBytes - 1) / kPermitBytes),
+      free_permits_(total_permits_) {}
+
+int64_t MergeBudget::reserved_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return reserved_bytes_;
+}
+
+int64_t MergeBudget::Permits(int64_t bytes) const {
+  if (bytes <= 0) return 0;
+  return std::min((bytes + kPermitBytes - 1) / kPermitBytes, total_permits_);
+}
+
+MergeBudget::Reservation MergeBudget::Reserve(int64_t bytes) {
+  bytes = std::max<int64_t>(bytes, 0);
+  int64_t permits = Permits(bytes);
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [&] { return free_permits_ >= permits; });
+  free_permits_ -= permits;
+  reserved_bytes_ += bytes;
+  Reservation reservation;
+  reservation.budget_ = this;
+  reservation.permits_ = permits;
+  reservation.bytes_ = bytes;
+  return reservation;
+}
+
+void MergeBudget::Release(int64_t permits, int64_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_permits_ += permits;
+    reserved_bytes_ -= bytes;
+  }
+  cv_.notify_all();
+}
+
+MergeBudget::Reservation::Reservation(Reservation&& other) noexcept
+    : budget_(std::exchange(other.budget_, nullptr)),
+      permits_(std::exchange(other.permits_, 0)),
+      bytes_(std::exchange(other.bytes_, 0)) {}
+
+MergeBudget::Reservation& MergeBudget::Reservation::operator=(Reservation&& other) noexcept {
+  if (this != &other) {
+    if (budget_ != nullptr) budget_->Release(permits_, bytes_);
+    budget_ = std::exchange(other.budget_, nullptr);
+    permits_ = std::exchange(other.permits_, 0);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+MergeBudget::Reservation::~Reservation() {
+  if (budget_ != nullptr) budget_->Release(permits_, bytes_);
+}
+
+bool MergeBudget::Reservation::TryGrowTo(int64_t bytes) {
+  if (bytes <= bytes_) return true;  // never shrinks; already large enough
+  if (budget_ == nullptr) return false;
+  std::lock_guard<std::mutex> lock(budget_->mutex_);
+  int64_t needed = budget_->Permits(bytes) - permits_;
+  if (needed > budget_->free_permits_) return false;
+  if (needed > 0) {
+    budget_->free_permits_ -= needed;
+    permits_ += needed;
+  }
+  budget_->reserved_bytes_ += bytes - bytes_;
+  bytes_ = bytes;
+  return true;
+}
+
+// --- AlignBatchToSchema -----------------------------------------------------------------
+
+Result<RecordBatch> AlignBatchToSchema(const RecordBatch& batch, const SchemaPtr& target) {
+  const Schema& source = *batch.schema();
+  for (const FieldPtr& field : source.fields()) {
+    if (target->GetFieldIndex(field->name()) < 0) {
+      return Status::InvalidArgument(fmt::format("column '{}' ({}) is not in the target schema",
+                                                 field->name(), field->type()->ToString()));
+    }
+  }
+  std::vector<Array> columns;
+  columns.reserve(target->num_fields());
+  for (const FieldPtr& field : target->fields()) {
+    int index = source.GetFieldIndex(field->name());
+    if (index < 0) {
+      if (!field->nullable()) {
+        return Status::InvalidArgument(
+            fmt::format("column '{}' ({} not null) is missing and not nullable", field->name(),
+                        field->type()->ToString()));
+      }
+      columns.push_back(Array::MakeNull(field->type(), batch.num_rows()));
+      continue;
+    }
+    const Array& column = batch.column(index);
+    if (!column.type()->Equals(*field->type())) {
+      return Status::InvalidArgument(fmt::format("column '{}' has type {}, expected {}",
+                                                 field->name(), column.type()->ToString(),
+                                                 field->type()->ToString()));
+    }
+    if (!field->nullable() && column.null_count() > 0) {
+      return Status::InvalidArgument(fmt::format("column '{}' ({} not null) holds {} null(s)",
+                                                 field->name(), field->type()->ToString(),
+                                                 column.null_count()));
+    }
+    columns.push_back(column);
+  }
+  return RecordBatch::Make(target, batch.num_rows(), std::move(columns));
+}
+
+// --- PrepareMerge -----------------------------------------------------------------------
+
+Result<std::optional<PreparedMerge>> PrepareMerge(const std::shared_ptr<table::Table>& base,
+                                                  ShardManifestStore& manifests,
+                                                  GenerationCache& generations,
+                                                  const MergeOptions& options,
+                                                  int min_generations) {
+  const Uuid& shard = manifests.shard();
+  STRATA_RETURN_IF_ERROR(base->Refresh());
+  std::optional<int> key_column = base->primary_key_column();
+  if (!key_column.has_value()) {
+    return Status::InvalidArgument("merge needs a base table with a primary key");
+  }
+  SchemaPtr base_schema = base->schema();
+  STRATA_ASSIGN_OR_RETURN(uint64_t watermark, ReadWatermark(*base, shard));
+
+  Result<pb::ShardManifest> latest = manifests.ReadLatest();
+  if (!latest.ok()) {
+    if (latest.status().IsNotFound()) return std::optional<PreparedMerge>();
+    return latest.status();
+  }
+  const pb::ShardManifest& manifest = *latest;
+  std::vector<pb::Generation> pending(manifest.generations().begin(), manifest.generations().end());
+  std::stable_sort(pending.begin(), pending.end(),
+                   [](const pb::Generation& a, const pb::Generation& b) {
+                     return a.generation() < b.generation();
+                   });
+  if (static_cast<int64_t>(pending.size()) < std::max(min_generations, 1)) {
+    return std::optional<PreparedMerge>();
+  }
+
+  PreparedMerge prepared;
+  prepared.shard = shard;
+  prepared.epoch = manifest.writer_epoch();
+  prepared.watermark_before = watermark;
+  if (options.budget != nullptr) {
+    int64_t up_front = options.max_bytes > 0
+                           ? std::min(options.max_bytes, options.budget->limit_bytes())
+                           : options.budget->limit_bytes();
+    {
+      ScopedTimer wait(options.budget_wait_seconds);
+      prepared.reservation = options.budget->Reserve(up_front);
+    }
+  }
+
+  std::vector<ReadGeneration> read;
+  int64_t read_bytes = 0;  // of the scanned generations held in memory
+  for (const pb::Generation& entry : pending) {
+    if (options.max_generations > 0 &&
+        static_cast<int>(prepared.generations.size()) >= options.max_generations) {
+      break;
+    }
+    if (options.max_bytes > 0 && read_bytes >= options.max_bytes) break;
+    if (entry.generation() <= watermark) {
+      // A crashed merge already committed it: drain it, read nothing.
+      prepared.generations.push_back(entry);
+      continue;
+    }
+    Result<std::shared_ptr<Generation>> opened = generations.Get(shard, entry);
+    if (!opened.ok()) {
+      // Merged and deleted by a concurrent merge since the manifest was read.
+      if (opened.status().IsNotFound()) return std::optional<PreparedMerge>();
+      return opened.status();
+    }
+    ReadGeneration gen;
+    gen.number = entry.generation();
+    Result<std::unique_ptr<table::BatchIterator>> it = (*opened)->table()->Scan();
+    Result<std::vector<RecordBatch>> batches =
+        it.ok() ? (*it)->ToBatches() : Result<std::vector<RecordBatch>>(it.status());
+    if (!batches.ok()) {
+      if (batches.status().IsNotFound()) return std::optional<PreparedMerge>();
+      return batches.status();
+    }
+    gen.batches = std::move(*batches);
+    int64_t gen_bytes = 0;
+    for (const RecordBatch& batch : gen.batches) gen_bytes += BatchBytes(batch);
+    if (options.budget != nullptr && !prepared.reservation.TryGrowTo(read_bytes + gen_bytes)) {
+      if (read.empty()) {
+        return Status::Busy(fmt::format(
+            "merge memory budget busy while reading the first generation; retry (shard {}, "
+            "generation {}, {} bytes, {} of {} bytes reserved)",
+            shard.ToString(), entry.generation(), gen_bytes, options.budget->reserved_bytes(),
+            options.budget->limit_bytes()));
+      }
+      break;  // the next pass takes it
+    }
+    read_bytes += gen_bytes;
+    prepared.generations.push_back(entry);
+    read.push_back(std::move(gen));
+  }
+  if (prepared.generations.empty()) return std::optional<PreparedMerge>();
+  for (const pb::Generation& entry : prepared.generations) {
+    prepared.max_generation = std::max(prepared.max_generation, entry.generation());
+  }
+  STRATA_RETURN_IF_ERROR(Deduplicate(read, base_schema, *key_column, prepared));
+  return std::optional<PreparedMerge>(std::move(prepared));
+}
+
+// --- CommitMerge ------------------------------------------------------------------------
+
+Result<MergeCommitResult> CommitMerge(
+    const std::shared_ptr<table::Table>& base, ShardManifestStore& manifests,
+    PreparedMerge prepared,
+    const std::function<void(const Uuid& shard, std::vector<std::string> paths)>& delete_files) {
+  MergeCommitResult result;
+  const Uuid& shard = prepared.shard;
+  STRATA_ASSIGN_OR_RETURN(pb::ShardManifest manifest, manifests.ReadLatest());
+  std::unordered_set<uint64_t> listed;
+  for (const pb::Generation& entry : manifest.generations()) listed.insert(entry.generation());
+  int still_pending = 0;
+  for (const pb::Generation& entry : prepared.generations) {
+    if (listed.count(entry.generation()) > 0) ++still_pending;
+  }
+  if (still_pending == 0) return result;  // another merge drained them all
+
+  const std::string watermark_key = MergedWatermarkKey(shard);
+  STRATA_RETURN_IF_ERROR(base->Refresh());
+  STRATA_ASSIGN_OR_RETURN(uint64_t watermark, ReadWatermark(*base, shard));
+  if (prepared.max_generation > watermark) {
+    table::UpsertOptions upsert;
+    upsert.delete_keys = prepared.deleted_keys;
+    upsert.metadata_updates.Set(watermark_key, std::to_string(prepared.max_generation));
+    upsert.expected_metadata.Set(watermark_key, prepared.watermark_before == 0
+                                                    ? std::string()
+                                                    : std::to_string(prepared.watermark_before));
+    Result<table::UpsertResult> committed = base->Upsert(prepared.rows, upsert);
+    if (committed.ok()) {
+      result.base_version = committed->version;
+      result.rows_merged = committed->rows_appended;
+      result.keys_deleted = static_cast<int64_t>(prepared.deleted_keys.size());
+    } else if (committed.status().IsAborted()) {
+      // The watermark moved since prepare: a concurrent merge committed first.
+      STRATA_RETURN_IF_ERROR(base->Refresh());
+      STRATA_ASSIGN_OR_RETURN(uint64_t now, ReadWatermark(*base, shard));
+      if (now < prepared.max_generation) {
+        return Status::Busy(fmt::format(
+            "merge of shard {} up to generation {}: the base watermark moved from {} to {} "
+            "meanwhile; retry",
+            shard.ToString(), prepared.max_generation, prepared.watermark_before, now));
+      }
+      // Already merged by the other merge: just drain.
+    } else {
+      return committed.status();
+    }
+  }
+
+  // Count again right before the drain: a concurrent merge may have drained meanwhile.
+  STRATA_ASSIGN_OR_RETURN(manifest, manifests.ReadLatest());
+  listed.clear();
+  for (const pb::Generation& entry : manifest.generations()) listed.insert(entry.generation());
+  still_pending = 0;
+  for (const pb::Generation& entry : prepared.generations) {
+    if (listed.count(entry.generation()) > 0) ++still_pending;
+  }
+  if (still_pending == 0) return result;
+
+  std::vector<uint64_t> numbers;
+  std::vector<std::string> paths;
+  numbers.reserve(prepared.generations.size());
+  paths.reserve(prepared.generations.size());
+  for (const pb::Generation& entry : prepared.generations) {
+    numbers.push_back(entry.generation());
+    paths.push_back(entry.path());
+  }
+  Result<pb::ShardManifest> drained = manifests.Drain(prepared.epoch, numbers);
+  if (!drained.ok()) {
+    if (drained.status().IsFenced()) {
+      return Status::Fenced(fmt::format("merge writer epoch changed before drain (shard {}): {}",
+                                        shard.ToString(), drained.status().message()));
+    }
+    return drained.status();
+  }
+  result.generations_reclaimed = still_pending;
+  if (delete_files) delete_files(shard, std::move(paths));
+  return result;
+}
+
+}  // namespace strata::lsm

@@ -1,0 +1,136 @@
+// Merging a shard's pending generations into the base table, in two steps so appends keep
+// running: Prepare reads and de-duplicates the oldest generations (no locks, no writes);
+// Commit makes one base-table commit that deletes the base rows of those keys, appends the
+// merged rows and records the shard's merge watermark (the highest merged generation),
+// then drains exactly those generations from the shard manifest (relative edit, the
+// prepared epoch — a merge never claims), then deletes their files in the background.
+//
+// Crash safety: readers skip generations at or below the watermark recorded in the base
+// version they read, so a crash after the base commit and before the drain shows no row
+// twice; the next merge sees the watermark, commits nothing and just drains.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lsm/generation.h"
+#include "lsm/lsm.pb.h"
+#include "lsm/shard_manifest.h"
+#include "strata/metrics.h"
+#include "strata/object_store.h"
+#include "strata/record_batch.h"
+#include "strata/status.h"
+#include "strata/table.h"
+#include "util/uuid.h"
+
+namespace strata::lsm {
+
+// A process-wide byte budget shared by merges (1 MiB permits). A reservation larger than the
+// whole budget waits for the budget to be idle and then takes all of it, so an oversized
+// merge still runs, alone. Thread safe.
+class MergeBudget {
+ public:
+  explicit MergeBudget(int64_t limit_bytes);
+  int64_t limit_bytes() const { return limit_; }
+  int64_t reserved_bytes() const;
+
+  class Reservation {
+   public:
+    Reservation() = default;
+    Reservation(Reservation&& other) noexcept;
+    Reservation& operator=(Reservation&& other) noexcept;
+    ~Reservation();
+    int64_t bytes() const { return bytes_; }
+    // Grows to `bytes` if the permits are free now; false (unchanged) otherwise. Never
+    // shrinks.
+    bool TryGrowTo(int64_t bytes);
+
+   private:
+    friend class MergeBudget;
+    MergeBudget* budget_ = nullptr;
+    int64_t permits_ = 0;
+    int64_t bytes_ = 0;
+  };
+
+  // Waits until the permits for `bytes` (capped at the whole budget) are free.
+  Reservation Reserve(int64_t bytes);
+
+ private:
+  int64_t Permits(int64_t bytes) const;
+  void Release(int64_t permits, int64_t bytes);
+  int64_t limit_;
+  int64_t total_permits_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  int64_t free_permits_;
+  int64_t reserved_bytes_ = 0;
+};
+
+struct MergeOptions {
+  // At most this many generations per pass (0 = no bound) ...
+  int max_generations = 8;
+  // ... and stop adding generations once their rows reach this many bytes (0 = no bound).
+  // Whole generations only: a pass may overshoot by one, and an oversized first
+  // generation is merged alone, so every pass makes progress.
+  int64_t max_bytes = int64_t{1} << 30;
+  // Optional shared budget (reserve min(max_bytes, limit) up front; a generation that
+  // does not fit without waiting ends the pass, or fails the pass with Busy "merge memory
+  // budget busy" when it is the first).
+  MergeBudget* budget = nullptr;
+  // Observes the seconds spent waiting for the budget reservation (optional).
+  Histogram* budget_wait_seconds = nullptr;
+};
+
+struct PreparedMerge {
+  Uuid shard;
+  uint64_t epoch = 0;                       // the shard manifest's writer_epoch when prepared
+  std::vector<pb::Generation> generations;  // oldest first
+  uint64_t max_generation = 0;
+  uint64_t watermark_before = 0;  // the base watermark of this shard when prepared
+  // Newest row per key over the generations, aligned to the base schema, tombstones
+  // removed ...
+  std::vector<RecordBatch> rows;
+  // ... and the keys whose newest version is a tombstone.
+  std::vector<expr::Scalar> deleted_keys;
+  int64_t bytes = 0;  // of `rows` in memory
+  MergeBudget::Reservation reservation;
+};
+
+// Reads the oldest pending generations of `shard` (at most options' bounds) when at least
+// `min_generations` (>= 1) are pending; nullopt otherwise. Generations at or below the
+// base's watermark are skipped (a crashed merge already committed them; Commit drains
+// them). `base` is the store's base table (refreshed here).
+Result<std::optional<PreparedMerge>> PrepareMerge(const std::shared_ptr<table::Table>& base,
+                                                  ShardManifestStore& manifests,
+                                                  GenerationCache& generations,
+                                                  const MergeOptions& options,
+                                                  int min_generations = 1);
+
+struct MergeCommitResult {
+  int generations_reclaimed = 0;  // drained from the shard manifest
+  uint64_t base_version = 0;      // the base commit made (0 when none was needed)
+  int64_t rows_merged = 0;
+  int64_t keys_deleted = 0;
+};
+
+// Commits a prepared merge: skipped (0 reclaimed) when none of its generations is still
+// pending; base commit via Table::Upsert guarded on the watermark (a concurrent merge of
+// the same generations makes it Aborted -> re-read: already merged -> no base commit,
+// just drain); drain; then `delete_files` is called with the merged generations' paths
+// (the caller deletes them in the background and Forgets them in its GenerationCache).
+Result<MergeCommitResult> CommitMerge(
+    const std::shared_ptr<table::Table>& base, ShardManifestStore& manifests,
+    PreparedMerge prepared,
+    const std::function<void(const Uuid& shard, std::vector<std::string> paths)>& delete_files);
+
+// Aligns a batch to `target`: same names; a missing nullable column becomes all null; a
+// missing non-nullable column, an unknown column or a type mismatch is InvalidArgument
+// naming the column and both types.
+Result<RecordBatch> AlignBatchToSchema(const RecordBatch& batch, const SchemaPtr& target);
+
+}  // namespace strata::lsm

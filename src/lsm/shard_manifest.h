@@ -1,0 +1,76 @@
+// The shard manifest chain: versions 1, 2, ... of one shard's manifest, each an immutable
+// object created with PutIfAbsent (layout.h keys, envelope kind "SHRD"). The chain is
+// gap-free: version N+1 is always built from version N.
+//
+// Epochs: Claim() makes a new writer the shard's owner by writing a version with
+// writer_epoch = stored + 1. A writer may change the manifest only while its epoch equals
+// the stored one (Update checks it against the version it builds on); an older epoch gets
+// Status::Fenced. A merge never claims: it drains with the epoch it read (Drain).
+//
+// Latest-version discovery: read the hint (advisory, overwritten best effort after each
+// successful write), then Head versions forward until one is missing; without a hint,
+// start at 1. So a reader never lists the chain.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lsm/lsm.pb.h"
+#include "strata/object_store.h"
+#include "strata/status.h"
+#include "util/clock.h"
+#include "util/uuid.h"
+
+namespace strata::lsm {
+
+std::string EncodeShardManifest(const pb::ShardManifest& manifest);
+// Corruption naming `what` for a damaged object or a version/shard that disagrees with
+// `expected_version` / `expected_shard`.
+Result<pb::ShardManifest> DecodeShardManifest(std::string_view bytes, std::string_view what,
+                                              uint64_t expected_version,
+                                              const Uuid& expected_shard);
+
+class ShardManifestStore {
+ public:
+  ShardManifestStore(std::shared_ptr<ObjectStore> store, std::string store_prefix, Uuid shard,
+                     Clock* clock = SystemClock());
+
+  const Uuid& shard() const { return shard_; }
+
+  // The newest version. NotFound when the shard has no manifest.
+  Result<pb::ShardManifest> ReadLatest() const;
+  // Version 1 ({epoch 0, current_generation 1}) if the shard has none, and the shard's
+  // registry object; returns the latest manifest. Concurrent initialisers all succeed.
+  Result<pb::ShardManifest> Initialize();
+  // Claims the shard for a new writer: initialises if needed, then writes a version with
+  // writer_epoch = stored + 1. When another claimer wins the same version, re-reads: if the
+  // stored epoch is already >= the target, fails with Fenced (no epoch war); otherwise
+  // retries (up to 16 times). Returns the manifest written.
+  Result<pb::ShardManifest> Claim();
+  // Writes the successor of the latest version as `mutate` changes it (version, created
+  // time and shard id are set here). Fenced when the latest writer_epoch != `epoch`.
+  // On a lost race re-reads and re-applies `mutate` (up to 10 attempts, then Busy).
+  // `mutate` may return an error to abandon the update (returned as is).
+  Result<pb::ShardManifest> Update(uint64_t epoch, std::string_view operation,
+                                   const std::function<Status(pb::ShardManifest&)>& mutate);
+  // Removes exactly the listed generations (by number) from the latest version, keeping
+  // every other field and generations sealed meanwhile — a relative edit. Uses `epoch` as
+  // Update does (a merge passes the epoch it prepared with, so a new owner makes it fail
+  // with Fenced). Returns the manifest written, or the latest unchanged when none of the
+  // generations is listed any more (nothing written).
+  Result<pb::ShardManifest> Drain(uint64_t epoch, const std::vector<uint64_t>& generations);
+
+ private:
+  std::shared_ptr<ObjectStore> store_;
+  std::string prefix_;
+  Uuid shard_;
+  Clock* clock_;
+};
+
+// Every registered shard of the store at `store_prefix`, sorted.
+Result<std::vector<Uuid>> ListShards(ObjectStore& store, std::string_view store_prefix);
+
+}  // namespace strata::lsm

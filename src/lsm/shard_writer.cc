@@ -1,0 +1,610 @@
+// The shard writer: claim + WAL replay at open, durable puts through the group-committed
+// WAL into the active memtable, and a single flusher thread that seals memtables into
+// generations and publishes them in the shard manifest (see shard_writer.h).
+#include "lsm/shard_writer.h"
+
+#include <atomic>
+#include <deque>
+#include <thread>
+#include <utility>
+
+#include "lsm/generation.h"
+#include "lsm/key.h"
+#include "lsm/layout.h"
+#include "strata/ipc.h"
+#include "util/mutex.h"
+
+namespace strata::lsm {
+
+const char* SealOutcomeName(SealOutcome outcome) {
+  switch (outcome) {
+    case SealOutcome::kSealed:
+      return "sealed";
+    case SealOutcome::kNoop:
+      return "noop";
+    case SealOutcome::kFenced:
+      return "fenced";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::string PositionString(const pb::WalPosition& p) {
+  return "(" + std::to_string(p.epoch()) + ", " + std::to_string(p.segment()) + ", " +
+         std::to_string(p.offset()) + ")";
+}
+
+// The store schema with every non-key column nullable: tombstone rows carry only the key.
+SchemaPtr TombstoneSchema(const SchemaPtr& schema, int key_column) {
+  bool all_nullable = true;
+  std::vector<FieldPtr> fields;
+  for (int i = 0; i < schema->num_fields(); ++i) {
+    const FieldPtr& f = schema->field(i);
+    if (i != key_column && !f->nullable()) {
+      all_nullable = false;
+      fields.push_back(f->WithNullable(true));
+    } else {
+      fields.push_back(f);
+    }
+  }
+  if (all_nullable) return schema;
+  return strata::schema(std::move(fields), schema->metadata());
+}
+
+Result<Buffer> SerializeStream(const SchemaPtr& schema, const std::vector<RecordBatch>& batches) {
+  return ipc::WriteStreamToBuffer(schema, batches);
+}
+
+}  // namespace
+
+struct ShardWriter::Impl {
+  Impl(std::shared_ptr<ObjectStore> store_in, std::string prefix_in, Uuid shard_in,
+       SchemaPtr schema_in, int key_column_in, ShardWriterOptions options_in)
+      : store(std::move(store_in)),
+        prefix(std::move(prefix_in)),
+        shard(shard_in),
+        schema(std::move(schema_in)),
+        key_column(key_column_in),
+        options(std::move(options_in)),
+        manifests(store, prefix, shard, options.clock) {
+    tombstone_schema = TombstoneSchema(schema, key_column);
+    key_schema = strata::schema({schema->field(key_column)});
+    key_name = schema->field(key_column)->name();
+  }
+
+  const std::shared_ptr<ObjectStore> store;
+  const std::string prefix;
+  const Uuid shard;
+  const SchemaPtr schema;
+  const int key_column;
+  const ShardWriterOptions options;
+  ShardManifestStore manifests;
+  SchemaPtr tombstone_schema;  // store schema, non-key columns nullable
+  SchemaPtr key_schema;        // the key column alone (tombstone WAL records)
+  std::string key_name;
+
+  uint64_t epoch = 0;
+  int64_t replayed_records = 0;
+  std::unique_ptr<WalWriter> wal;  // set once at open
+
+  // The newest manifest version this writer has seen (fence probes start after it).
+  std::atomic<uint64_t> known_version{0};
+  std::atomic<bool> fenced{false};
+  std::atomic<bool> closed{false};
+
+  mutable Mutex mu;
+  std::shared_ptr<MemTable> active STRATA_GUARDED_BY(mu);
+  // Sealed, not yet published; oldest first. The flusher publishes the front.
+  std::deque<std::shared_ptr<MemTable>> sealed STRATA_GUARDED_BY(mu);
+  uint64_t queued_count STRATA_GUARDED_BY(mu) = 0;     // memtables ever queued
+  uint64_t published_count STRATA_GUARDED_BY(mu) = 0;  // of those, published
+  int64_t generations_published STRATA_GUARDED_BY(mu) = 0;
+  // The flusher's last error; it pauses until the next seal asks it to retry.
+  Status flush_error STRATA_GUARDED_BY(mu);
+  bool flush_paused STRATA_GUARDED_BY(mu) = false;
+  uint64_t error_count STRATA_GUARDED_BY(mu) = 0;
+  // A memtable append in on_durable failed (cannot happen for validated input).
+  Status append_error STRATA_GUARDED_BY(mu);
+  int inflight STRATA_GUARDED_BY(mu) = 0;  // public calls in progress
+  bool closing STRATA_GUARDED_BY(mu) = false;
+  bool stop STRATA_GUARDED_BY(mu) = false;
+  CondVar flusher_cv;   // work for the flusher
+  CondVar progress_cv;  // publication, errors, fencing, calls finishing
+
+  std::thread flusher;
+  Mutex close_mu;
+  bool close_done STRATA_GUARDED_BY(close_mu) = false;
+  Status close_status STRATA_GUARDED_BY(close_mu);
+
+  Status FencedStatus() const {
+    return Status::Fenced("shard " + shard.ToString() + ": writer epoch " + std::to_string(epoch) +
+                          " has been fenced by a newer writer");
+  }
+
+  // Marks the writer fenced and wakes everyone waiting on progress (under `mu`, so a waiter
+  // that just checked the flag cannot miss the wake-up).
+  void MarkFenced() {
+    MutexLock lock(mu);
+    fenced = true;
+    progress_cv.SignalAll();
+    flusher_cv.SignalAll();
+  }
+
+  // Remembers `manifest` as the newest version known to belong to this epoch. Versions of
+  // another epoch are never remembered: a probe must always start at or before the claim
+  // that fenced us, or it would miss it.
+  void NoteVersion(const pb::ShardManifest& manifest) {
+    if (manifest.writer_epoch() != epoch) return;
+    const uint64_t version = manifest.version();
+    uint64_t known = known_version.load();
+    while (version > known && !known_version.compare_exchange_weak(known, version)) {
+    }
+  }
+
+  // The WAL's fence check: cheap (one Head) unless the manifest moved since we last looked.
+  Status CheckFence() {
+    if (fenced) return FencedStatus();
+    const uint64_t next = known_version.load() + 1;
+    Result<ObjectMeta> head = store->Head(ShardManifestKey(prefix, shard, next));
+    if (!head.ok()) {
+      if (head.status().IsNotFound()) return Status::OK();
+      return head.status().WithContext("fence check");
+    }
+    STRATA_ASSIGN_OR_RETURN(pb::ShardManifest latest, manifests.ReadLatest());
+    NoteVersion(latest);
+    if (latest.writer_epoch() != epoch) {
+      MarkFenced();
+      return Status::Fenced("shard " + shard.ToString() + ": writer epoch " +
+                            std::to_string(epoch) + " fenced by epoch " +
+                            std::to_string(latest.writer_epoch()) + " (manifest version " +
+                            std::to_string(latest.version()) + ")");
+    }
+    return Status::OK();
+  }
+
+  // Rejects calls on a closed or fenced writer and counts the call as in flight.
+  Status Enter() {
+    MutexLock lock(mu);
+    if (closing || closed) return Status::InvalidArgument("writer closed");
+    if (fenced) return FencedStatus();
+    ++inflight;
+    return Status::OK();
+  }
+  void Leave() {
+    MutexLock lock(mu);
+    --inflight;
+    progress_cv.SignalAll();
+  }
+
+  int64_t UnflushedBytesLocked() const STRATA_REQUIRES(mu) {
+    int64_t bytes = active->bytes();
+    for (const auto& m : sealed) bytes += m->bytes();
+    return bytes;
+  }
+
+  // Queues the active memtable for the flusher (when it holds rows) and starts a new one.
+  bool QueueActiveLocked() STRATA_REQUIRES(mu) {
+    if (active->empty()) return false;
+    sealed.push_back(std::move(active));
+    active = MemTable::Make(schema, key_column);
+    ++queued_count;
+    flush_paused = false;  // a new seal retries after an earlier error
+    flusher_cv.Signal();
+    return true;
+  }
+
+  // Waits while the unflushed bytes are over the limit. Fails only when the flusher reports
+  // an error meanwhile (it cannot drain) or the writer is fenced.
+  Status WaitForRoom() {
+    MutexLock lock(mu);
+    const uint64_t errors_at_start = error_count;
+    while (UnflushedBytesLocked() > options.max_unflushed_bytes) {
+      if (fenced) return FencedStatus();
+      if (error_count != errors_at_start) return flush_error;
+      if (flush_paused) {
+        flush_paused = false;
+        flusher_cv.Signal();
+      }
+      if (sealed.empty()) QueueActiveLocked();  // the active memtable alone is over the limit
+      progress_cv.Wait(mu);
+    }
+    return Status::OK();
+  }
+
+  void MaybeSealFull() {
+    MutexLock lock(mu);
+    if (active->rows() >= options.max_memtable_rows ||
+        active->bytes() >= options.max_memtable_bytes) {
+      QueueActiveLocked();
+    }
+  }
+
+  // Appends one WAL record whose on_durable inserts `batches` into the active memtable.
+  Status AppendDurable(WalRecordKind kind, const Buffer& payload,
+                       const std::vector<RecordBatch>& batches, bool tombstone) {
+    STRATA_RETURN_IF_ERROR(WaitForRoom());
+    Result<pb::WalPosition> appended =
+        wal->AppendView(kind, payload.view(), [&](const pb::WalPosition& end) {
+          MutexLock lock(mu);
+          for (const RecordBatch& batch : batches) {
+            Status st = active->Append(batch, tombstone, end);
+            if (!st.ok() && append_error.ok()) {
+              append_error = st.WithContext("memtable append after WAL " + PositionString(end));
+            }
+          }
+        });
+    if (!appended.ok()) {
+      if (appended.status().IsFenced()) MarkFenced();
+      return appended.status();
+    }
+    {
+      MutexLock lock(mu);
+      if (!append_error.ok()) return append_error;
+    }
+    MaybeSealFull();
+    return Status::OK();
+  }
+
+  // The tombstone rows of `keys`: the key column and nulls elsewhere.
+  Result<RecordBatch> TombstoneBatch(const Array& keys) const {
+    std::vector<Array> columns;
+    for (int i = 0; i < tombstone_schema->num_fields(); ++i) {
+      if (i == key_column) {
+        columns.push_back(keys);
+      } else {
+        columns.push_back(Array::MakeNull(tombstone_schema->field(i)->type(), keys.length()));
+      }
+    }
+    return RecordBatch::Make(tombstone_schema, keys.length(), std::move(columns));
+  }
+
+  // `batch` with the store schema object itself (the caller checked the fields match).
+  Result<RecordBatch> WithStoreSchema(const RecordBatch& batch) const {
+    if (batch.schema() == schema || batch.schema()->Equals(*schema, true)) return batch;
+    return RecordBatch::Make(schema, batch.num_rows(), batch.columns());
+  }
+
+  Status CheckKeys(const Array& keys) const {
+    if (!keys.type()->Equals(*schema->field(key_column)->type())) {
+      return Status::InvalidArgument("key column '" + key_name + "' has type " +
+                                     keys.type()->ToString() + ", expected " +
+                                     schema->field(key_column)->type()->ToString());
+    }
+    return EncodeKeys(keys, key_name).status();
+  }
+
+  // Writes the generation of `snapshot` and publishes it: generation entry with wal_end,
+  // current_generation + 1, replay_after = `replay_after`. OK without writing when the
+  // manifest already covers `wal_end` (an earlier attempt published it but reported an
+  // error).
+  Status Publish(const MemTableSnapshot& snapshot, const pb::WalPosition& wal_end,
+                 const pb::WalPosition& replay_after) {
+    STRATA_ASSIGN_OR_RETURN(pb::ShardManifest latest, manifests.ReadLatest());
+    NoteVersion(latest);
+    if (latest.writer_epoch() != epoch) return FencedStatus();
+    if (CompareWalPositions(latest.replay_after(), replay_after) >= 0 &&
+        CompareWalPositions(latest.replay_after(), wal_end) >= 0) {
+      return Status::OK();
+    }
+    const uint64_t g = latest.current_generation();
+    STRATA_ASSIGN_OR_RETURN(pb::Generation entry,
+                            WriteGeneration(store, prefix, shard, g, snapshot,
+                                            options.generation_options, options.clock));
+    *entry.mutable_wal_end() = wal_end;
+    STRATA_ASSIGN_OR_RETURN(
+        pb::ShardManifest written,
+        manifests.Update(epoch, "seal", [&](pb::ShardManifest& m) -> Status {
+          if (m.current_generation() != g) {
+            return Status::Aborted("shard " + shard.ToString() + ": generation " +
+                                   std::to_string(g) + " was taken meanwhile (current " +
+                                   std::to_string(m.current_generation()) + ")");
+          }
+          *m.add_generations() = entry;
+          m.set_current_generation(g + 1);
+          *m.mutable_replay_after() = replay_after;
+          return Status::OK();
+        }));
+    NoteVersion(written);
+    return Status::OK();
+  }
+
+  // What a generation ending at WAL position `end` covers. When nothing was appended
+  // after `end` and the segment holds a good part of its size limit, the segment is
+  // rolled: if it then ends exactly at `end`, the whole segment is covered and can be
+  // deleted now (otherwise the segment holding `end` stays until a later generation
+  // covers the records after it). Small segments are not rolled, so frequent small seals
+  // (seal_on_put) do not start a new segment object each time.
+  pb::WalPosition CoveredAfterPublish(const pb::WalPosition& end) {
+    if (wal == nullptr || static_cast<int64_t>(end.offset()) < options.max_wal_segment_bytes / 8 ||
+        CompareWalPositions(wal->last_position(), end) != 0) {
+      return end;
+    }
+    Result<pb::WalPosition> rolled = wal->RollSegment();
+    if (!rolled.ok() || CompareWalPositions(*rolled, end) != 0) return end;
+    return MakeWalPosition(end.epoch(), end.segment() + 1, 0);
+  }
+
+  void FlusherLoop() {
+    while (true) {
+      std::shared_ptr<MemTable> m;
+      {
+        MutexLock lock(mu);
+        while (!stop && (sealed.empty() || flush_paused || fenced)) flusher_cv.Wait(mu);
+        if (stop) return;
+        m = sealed.front();
+      }
+      const pb::WalPosition end = m->wal_end();
+      Status st = Publish(*m->Snapshot(), end, end);
+      if (st.ok()) {
+        // Best effort, before waiters are woken (a Flush returns with the WAL trimmed):
+        // segments wholly before what the new generation covers are no longer needed.
+        DeleteCoveredWalSegments(*store, prefix, shard, CoveredAfterPublish(end))
+            .status()
+            .IgnoreError();
+      }
+      {
+        MutexLock lock(mu);
+        if (st.ok()) {
+          sealed.pop_front();
+          ++published_count;
+          ++generations_published;
+        } else if (st.IsFenced()) {
+          fenced = true;
+        } else {
+          flush_error = st.WithContext("publishing a generation of shard " + shard.ToString());
+          flush_paused = true;
+          ++error_count;
+        }
+        progress_cv.SignalAll();
+      }
+    }
+  }
+
+  Result<SealOutcome> SealInternal(bool wait) {
+    MutexLock lock(mu);
+    if (fenced) return SealOutcome::kFenced;
+    const bool queued = QueueActiveLocked();
+    const SealOutcome done = queued ? SealOutcome::kSealed : SealOutcome::kNoop;
+    if (!wait) return done;
+    const uint64_t target = queued_count;
+    if (published_count >= target) return done;
+    if (flush_paused) {  // retry after an earlier error
+      flush_paused = false;
+      flusher_cv.Signal();
+    }
+    const uint64_t errors_at_start = error_count;
+    while (published_count < target) {
+      if (fenced) return SealOutcome::kFenced;
+      if (error_count != errors_at_start) return flush_error;
+      progress_cv.Wait(mu);
+    }
+    return done;
+  }
+
+  Status Replay(const pb::ShardManifest& claimed) {
+    std::shared_ptr<MemTable> replayed = MemTable::Make(schema, key_column);
+    auto apply = [&](const WalRecord& record) -> Status {
+      const std::string where = "WAL record ending at " + PositionString(record.end);
+      STRATA_ASSIGN_OR_RETURN(std::vector<RecordBatch> batches,
+                              ipc::ReadStream(Buffer::Copy(record.payload)));
+      for (const RecordBatch& batch : batches) {
+        if (batch.num_rows() == 0) continue;
+        if (record.kind == WalRecordKind::kTombstones) {
+          if (batch.num_columns() != 1) {
+            return Status::Corruption(where + ": a tombstone batch has " +
+                                      std::to_string(batch.num_columns()) + " columns");
+          }
+          Status keys_ok = CheckKeys(batch.column(0));
+          if (!keys_ok.ok()) return Status::Corruption(where + ": " + keys_ok.message());
+          STRATA_ASSIGN_OR_RETURN(RecordBatch rows, TombstoneBatch(batch.column(0)));
+          STRATA_RETURN_IF_ERROR(replayed->Append(std::move(rows), true, record.end));
+        } else {
+          if (!batch.schema()->Equals(*schema, false)) {
+            return Status::Corruption(where + ": rows do not have the store schema");
+          }
+          STRATA_ASSIGN_OR_RETURN(RecordBatch rows, WithStoreSchema(batch));
+          STRATA_RETURN_IF_ERROR(replayed->Append(std::move(rows), false, record.end));
+        }
+      }
+      ++replayed_records;
+      return Status::OK();
+    };
+    STRATA_ASSIGN_OR_RETURN(ReplayStats stats,
+                            ReplayWal(*store, prefix, shard, claimed.replay_after(), epoch, apply));
+    (void)stats;
+    const pb::WalPosition start = MakeWalPosition(epoch, 0, 0);
+    if (!replayed->empty()) {
+      STRATA_RETURN_IF_ERROR(Publish(*replayed->Snapshot(), replayed->wal_end(), start));
+      MutexLock lock(mu);
+      ++generations_published;
+    } else {
+      STRATA_ASSIGN_OR_RETURN(pb::ShardManifest written,
+                              manifests.Update(epoch, "seal", [&](pb::ShardManifest& m) {
+                                *m.mutable_replay_after() = start;
+                                return Status::OK();
+                              }));
+      NoteVersion(written);
+    }
+    // Best effort: every older epoch's segments are now covered.
+    DeleteCoveredWalSegments(*store, prefix, shard, start).status().IgnoreError();
+    return Status::OK();
+  }
+
+  // `seal` false leaves the active and sealed-but-unpublished memtables unpublished: their
+  // rows are durable in the WAL and the shard's next writer replays them.
+  Status Close(bool seal) {
+    MutexLock close_lock(close_mu);
+    if (close_done) return close_status;
+    {
+      MutexLock lock(mu);
+      closing = true;
+      while (inflight > 0) progress_cv.Wait(mu);
+    }
+    Status st;
+    if (seal) {
+      Result<SealOutcome> sealed_all = SealInternal(true);
+      if (!sealed_all.ok()) {
+        st = sealed_all.status();
+      } else if (*sealed_all == SealOutcome::kFenced) {
+        st = FencedStatus();
+      }
+    }
+    {
+      MutexLock lock(mu);
+      stop = true;
+      flusher_cv.SignalAll();
+    }
+    if (flusher.joinable()) flusher.join();
+    Status wal_closed = wal->Close();
+    if (st.ok() && !wal_closed.ok()) st = wal_closed;
+    closed = true;
+    close_done = true;
+    close_status = st;
+    return st;
+  }
+};
+
+Result<std::shared_ptr<ShardWriter>> ShardWriter::Open(std::shared_ptr<ObjectStore> store,
+                                                       std::string store_prefix, Uuid shard,
+                                                       SchemaPtr schema, int key_column,
+                                                       ShardWriterOptions options) {
+  if (store == nullptr) return Status::InvalidArgument("shard writer: no object store");
+  if (schema == nullptr) return Status::InvalidArgument("shard writer: no schema");
+  if (key_column < 0 || key_column >= schema->num_fields()) {
+    return Status::InvalidArgument("shard writer: key column " + std::to_string(key_column) +
+                                   " out of range for a schema of " +
+                                   std::to_string(schema->num_fields()) + " fields");
+  }
+  if (!IsSupportedKeyType(*schema->field(key_column)->type())) {
+    return Status::InvalidArgument("shard writer: key column '" +
+                                   schema->field(key_column)->name() + "' has unsupported type " +
+                                   schema->field(key_column)->type()->ToString());
+  }
+  if (options.max_memtable_rows <= 0 || options.max_memtable_bytes <= 0 ||
+      options.max_unflushed_bytes <= 0 || options.max_wal_segment_bytes <= 0) {
+    return Status::InvalidArgument(
+        "shard writer: max_memtable_rows, max_memtable_bytes, max_unflushed_bytes and "
+        "max_wal_segment_bytes must be positive");
+  }
+  if (options.clock == nullptr) options.clock = SystemClock();
+
+  auto impl = std::make_unique<Impl>(std::move(store), std::move(store_prefix), shard,
+                                     std::move(schema), key_column, std::move(options));
+  STRATA_ASSIGN_OR_RETURN(pb::ShardManifest claimed, impl->manifests.Claim());
+  impl->epoch = claimed.writer_epoch();
+  impl->NoteVersion(claimed);
+  {
+    MutexLock lock(impl->mu);
+    impl->active = MemTable::Make(impl->schema, impl->key_column);
+  }
+  STRATA_RETURN_IF_ERROR(impl->Replay(claimed));
+
+  WalWriterOptions wal_options;
+  wal_options.max_segment_bytes = impl->options.max_wal_segment_bytes;
+  Impl* raw = impl.get();
+  wal_options.check_fence = [raw] { return raw->CheckFence(); };
+  STRATA_ASSIGN_OR_RETURN(impl->wal, WalWriter::Open(impl->store, impl->prefix, impl->shard,
+                                                     impl->epoch, 0, std::move(wal_options)));
+  impl->flusher = std::thread([raw] { raw->FlusherLoop(); });
+  return std::shared_ptr<ShardWriter>(new ShardWriter(std::move(impl)));
+}
+
+ShardWriter::ShardWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ShardWriter::~ShardWriter() {
+  if (impl_ != nullptr) impl_->Close(/*seal=*/true).IgnoreError();
+}
+
+Status ShardWriter::Put(const std::vector<RecordBatch>& batches) {
+  Impl& d = *impl_;
+  STRATA_RETURN_IF_ERROR(d.Enter());
+  struct LeaveOnExit {
+    Impl& d;
+    ~LeaveOnExit() { d.Leave(); }
+  } leave{d};
+  // Validate everything before anything reaches the WAL.
+  std::vector<RecordBatch> rows;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const RecordBatch& batch = batches[i];
+    if (batch.schema() == nullptr || !batch.schema()->Equals(*d.schema, false)) {
+      return Status::InvalidArgument(
+          "put: batch " + std::to_string(i) + " does not have the store schema (got " +
+          (batch.schema() ? batch.schema()->ToString() : std::string("none")) + ", expected " +
+          d.schema->ToString() + ")");
+    }
+    if (batch.num_rows() == 0) continue;
+    STRATA_RETURN_IF_ERROR(EncodeKeys(batch.column(d.key_column), d.key_name)
+                               .status()
+                               .WithContext("put: batch " + std::to_string(i)));
+    STRATA_ASSIGN_OR_RETURN(RecordBatch aligned, d.WithStoreSchema(batch));
+    rows.push_back(std::move(aligned));
+  }
+  if (rows.empty()) return Status::OK();
+  STRATA_ASSIGN_OR_RETURN(Buffer payload, SerializeStream(d.schema, rows));
+  return d.AppendDurable(WalRecordKind::kRows, payload, rows, false);
+}
+
+Status ShardWriter::PutTombstones(const Array& keys) {
+  Impl& d = *impl_;
+  STRATA_RETURN_IF_ERROR(d.Enter());
+  struct LeaveOnExit {
+    Impl& d;
+    ~LeaveOnExit() { d.Leave(); }
+  } leave{d};
+  if (!keys.is_valid_handle()) return Status::InvalidArgument("put tombstones: no key array");
+  STRATA_RETURN_IF_ERROR(d.CheckKeys(keys).WithContext("put tombstones"));
+  if (keys.length() == 0) return Status::OK();
+  STRATA_ASSIGN_OR_RETURN(RecordBatch key_batch,
+                          RecordBatch::Make(d.key_schema, keys.length(), {keys}));
+  STRATA_ASSIGN_OR_RETURN(Buffer payload, SerializeStream(d.key_schema, {key_batch}));
+  STRATA_ASSIGN_OR_RETURN(RecordBatch rows, d.TombstoneBatch(keys));
+  return d.AppendDurable(WalRecordKind::kTombstones, payload, {rows}, true);
+}
+
+Result<SealOutcome> ShardWriter::Seal(bool wait) {
+  Impl& d = *impl_;
+  {
+    MutexLock lock(d.mu);
+    if (d.closing || d.closed) return Status::InvalidArgument("writer closed");
+    if (d.fenced) return SealOutcome::kFenced;
+    ++d.inflight;
+  }
+  struct LeaveOnExit {
+    Impl& d;
+    ~LeaveOnExit() { d.Leave(); }
+  } leave{d};
+  return d.SealInternal(wait);
+}
+
+Status ShardWriter::Close() { return impl_->Close(/*seal=*/true); }
+Status ShardWriter::CloseWithoutSeal() { return impl_->Close(/*seal=*/false); }
+
+uint64_t ShardWriter::epoch() const { return impl_->epoch; }
+const Uuid& ShardWriter::shard() const { return impl_->shard; }
+bool ShardWriter::fenced() const { return impl_->fenced; }
+
+ShardWriterStats ShardWriter::stats() const {
+  const Impl& d = *impl_;
+  ShardWriterStats s;
+  s.epoch = d.epoch;
+  s.replayed_records = d.replayed_records;
+  MutexLock lock(d.mu);
+  s.active_rows = d.active->rows();
+  s.unflushed_rows = s.active_rows;
+  for (const auto& m : d.sealed) s.unflushed_rows += m->rows();
+  s.unflushed_bytes = d.UnflushedBytesLocked();
+  s.generations_published = d.generations_published;
+  return s;
+}
+
+std::vector<std::shared_ptr<const MemTableSnapshot>> ShardWriter::MemTables() const {
+  const Impl& d = *impl_;
+  std::vector<std::shared_ptr<const MemTableSnapshot>> out;
+  MutexLock lock(d.mu);
+  if (!d.active->empty()) out.push_back(d.active->Snapshot());
+  for (auto it = d.sealed.rbegin(); it != d.sealed.rend(); ++it) out.push_back((*it)->Snapshot());
+  return out;
+}
+
+}  // namespace strata::lsm

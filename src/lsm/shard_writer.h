@@ -1,0 +1,107 @@
+// The writer of one shard: claims the shard's epoch, replays its WAL, then appends rows
+// durably (WAL with group commit) into a memtable, seals memtables into generations on a
+// background thread and publishes them in the shard manifest.
+//
+// Fencing: a writer acts only while its epoch is the stored one. Every WAL group is
+// followed by a fence check before it is acknowledged (WalWriterOptions::check_fence:
+// Head the next manifest version; if it exists, read it and compare epochs), and every
+// manifest update checks the epoch, so a writer that was fenced never acknowledges a write
+// that the new owner's replay did not see. After a fence every call fails with Fenced.
+//
+// Lifecycle: Open (claim + replay; replayed rows are sealed into a generation at once so
+// the new epoch starts clean) -> Put / PutTombstones / Seal ... -> Close (seal, wait for
+// publication, stop the flusher, close the WAL). Destruction closes, dropping errors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lsm/memtable.h"
+#include "lsm/shard_manifest.h"
+#include "lsm/wal.h"
+#include "strata/object_store.h"
+#include "strata/record_batch.h"
+#include "strata/status.h"
+#include "strata/table.h"
+#include "util/clock.h"
+#include "util/uuid.h"
+
+namespace strata::lsm {
+
+struct ShardWriterOptions {
+  // The active memtable is sealed (asynchronously) when it reaches either bound.
+  int64_t max_memtable_rows = 100000;
+  int64_t max_memtable_bytes = int64_t{256} << 20;
+  // Puts wait (never fail) while the active and sealed-but-unpublished memtables hold more
+  // than this many bytes.
+  int64_t max_unflushed_bytes = int64_t{1} << 30;
+  int64_t max_wal_segment_bytes = int64_t{64} << 20;
+  // Options of generation tables (compression, batch sizes).
+  table::TableOptions generation_options;
+  Clock* clock = SystemClock();
+};
+
+enum class SealOutcome { kSealed, kNoop, kFenced };
+const char* SealOutcomeName(SealOutcome outcome);  // "sealed", "noop", "fenced"
+
+struct ShardWriterStats {
+  uint64_t epoch = 0;
+  int64_t active_rows = 0;
+  int64_t unflushed_rows = 0;  // active + sealed, not yet published
+  int64_t unflushed_bytes = 0;
+  int64_t replayed_records = 0;  // at open
+  int64_t generations_published = 0;
+};
+
+class ShardWriter {
+ public:
+  // `schema` is the store schema, `key_column` its primary key. Claims the epoch (Fenced
+  // when another claimer wins the race for it), replays the WAL after the manifest's
+  // replay position (records of epochs <= the claimed one), seals what was replayed as a
+  // generation and publishes it with replay_after = (epoch, 0, 0) — or, with nothing to
+  // replay, only moves replay_after there — so records a fenced predecessor writes after
+  // this point are never replayed (they were never acknowledged). Then starts WAL segment
+  // (epoch, 0).
+  static Result<std::shared_ptr<ShardWriter>> Open(std::shared_ptr<ObjectStore> store,
+                                                   std::string store_prefix, Uuid shard,
+                                                   SchemaPtr schema, int key_column,
+                                                   ShardWriterOptions options = {});
+  ~ShardWriter();
+  ShardWriter(const ShardWriter&) = delete;
+  ShardWriter& operator=(const ShardWriter&) = delete;
+
+  // Appends rows (batches already aligned to the store schema; every key non-null) as one
+  // WAL record. Returns when they are durable and in the memtable. Thread safe; concurrent
+  // calls share WAL syncs. May seal the memtable when it is full (asynchronously).
+  Status Put(const std::vector<RecordBatch>& batches);
+  // Deletes keys: `keys` is an array of the key column's type; writes tombstones.
+  Status PutTombstones(const Array& keys);
+  // Seals the active memtable (a no-op when empty). With `wait`, returns after every
+  // memtable sealed so far is published as a generation. kFenced when the writer has been
+  // fenced (nothing to publish against a dead epoch; the next owner replays the WAL).
+  Result<SealOutcome> Seal(bool wait);
+  // Seal(wait) then stops the flusher and closes the WAL. Idempotent. After Close every
+  // call fails with InvalidArgument ("writer closed").
+  Status Close();
+  // Stops the writer without sealing: rows not yet published stay durable in the WAL,
+  // invisible until the shard's next writer replays them. Idempotent, as Close.
+  Status CloseWithoutSeal();
+
+  uint64_t epoch() const;
+  const Uuid& shard() const;
+  bool fenced() const;
+  ShardWriterStats stats() const;
+  // The unpublished memtables (active first, then sealed ones newest first), for
+  // read-your-writes.
+  std::vector<std::shared_ptr<const MemTableSnapshot>> MemTables() const;
+
+  struct Impl;
+
+ private:
+  explicit ShardWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strata::lsm

@@ -1,0 +1,542 @@
+// Tests of the shard writer: open/replay/fence, durable puts, concurrent group commit,
+// sealing and publication, tombstones, backpressure, torn WAL tails, crashes and flusher
+// errors — over memory, local and fault-injecting stores.
+#include "lsm/shard_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "io/fault_injection_file_system.h"
+#include "io/file_object_store.h"
+#include "io/memory_file_system.h"
+#include "lsm/generation.h"
+#include "lsm/layout.h"
+#include "lsm/shard_manifest.h"
+#include "lsm/wal.h"
+#include "strata/builder.h"
+#include "support/status_assertions.h"
+#include "support/temp_dir.h"
+#include "table/table_test_util.h"
+
+namespace strata::lsm {
+namespace {
+
+using table::testing_util::KeyedRows;
+using table::testing_util::KeyedSchema;
+
+constexpr const char* kPrefix = "db/";
+const Uuid kShard = DeriveShardId("writer-test");
+
+// Counts Sync() calls on every appendable object (WAL segments) of a wrapped store.
+class SyncCountingStore final : public ObjectStore {
+ public:
+  explicit SyncCountingStore(std::shared_ptr<ObjectStore> base) : base_(std::move(base)) {}
+  Result<Buffer> Get(std::string_view key) override { return base_->Get(key); }
+  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length) override {
+    return base_->GetRange(key, offset, length);
+  }
+  Result<ObjectMeta> Head(std::string_view key) override { return base_->Head(key); }
+  Status Put(std::string_view key, std::string_view data) override { return base_->Put(key, data); }
+  Status PutIfAbsent(std::string_view key, std::string_view data) override {
+    return base_->PutIfAbsent(key, data);
+  }
+  Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
+    return base_->List(prefix);
+  }
+  Status Delete(std::string_view key) override { return base_->Delete(key); }
+  Result<int64_t> DeletePrefix(std::string_view prefix) override {
+    return base_->DeletePrefix(prefix);
+  }
+  Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key) override {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<AppendableObject> object, base_->CreateAppendable(key));
+    return std::unique_ptr<AppendableObject>(new Counting(std::move(object), &syncs_));
+  }
+  std::string Describe() const override { return base_->Describe(); }
+  int64_t syncs() const { return syncs_.load(); }
+
+ private:
+  class Counting final : public AppendableObject {
+   public:
+    Counting(std::unique_ptr<AppendableObject> base, std::atomic<int64_t>* syncs)
+        : base_(std::move(base)), syncs_(syncs) {}
+    Status Append(std::string_view data) override { return base_->Append(data); }
+    Status Sync() override {
+      syncs_->fetch_add(1);
+      return base_->Sync();
+    }
+    Status Close() override { return base_->Close(); }
+    int64_t size() const override { return base_->size(); }
+
+   private:
+    std::unique_ptr<AppendableObject> base_;
+    std::atomic<int64_t>* syncs_;
+  };
+  std::shared_ptr<ObjectStore> base_;
+  std::atomic<int64_t> syncs_{0};
+};
+
+// One row of a published generation.
+struct GenRow {
+  uint64_t generation = 0;
+  bool tombstone = false;
+};
+
+// Every row of every generation listed in the shard's latest manifest, by id.
+std::multimap<int64_t, GenRow> ReadGenerations(const std::shared_ptr<ObjectStore>& store,
+                                               pb::ShardManifest* manifest_out = nullptr) {
+  std::multimap<int64_t, GenRow> rows;
+  ShardManifestStore manifests(store, kPrefix, kShard);
+  Result<pb::ShardManifest> manifest = manifests.ReadLatest();
+  EXPECT_TRUE(manifest.ok()) << manifest.status();
+  if (!manifest.ok()) return rows;
+  if (manifest_out != nullptr) *manifest_out = *manifest;
+  for (const pb::Generation& entry : manifest->generations()) {
+    Result<std::shared_ptr<Generation>> gen = Generation::Open(store, kPrefix, kShard, entry, {});
+    EXPECT_TRUE(gen.ok()) << gen.status();
+    if (!gen.ok()) continue;
+    Result<RecordBatch> all = table::testing_util::ReadAll(*(*gen)->table());
+    EXPECT_TRUE(all.ok()) << all.status();
+    if (!all.ok()) continue;
+    EXPECT_EQ(all->num_rows(), entry.rows());
+    Array ids = all->GetColumnByName("id");
+    Array tombstones = all->GetColumnByName(kTombstoneColumn);
+    EXPECT_TRUE(ids.is_valid_handle() && tombstones.is_valid_handle());
+    if (!ids.is_valid_handle() || !tombstones.is_valid_handle()) continue;
+    for (int64_t r = 0; r < all->num_rows(); ++r) {
+      rows.emplace(ids.Value<int64_t>(r), GenRow{entry.generation(), tombstones.BoolValue(r)});
+    }
+  }
+  return rows;
+}
+
+// The ids [first, first + n) each appear exactly once, as live rows.
+void ExpectLiveOnce(const std::multimap<int64_t, GenRow>& rows, int64_t first, int64_t n) {
+  for (int64_t id = first; id < first + n; ++id) {
+    auto [begin, end] = rows.equal_range(id);
+    ASSERT_EQ(std::distance(begin, end), 1) << "id " << id;
+    EXPECT_FALSE(begin->second.tombstone) << "id " << id;
+  }
+}
+
+Array Int64Keys(const std::vector<int64_t>& keys) {
+  Int64Builder builder(int64());
+  for (int64_t k : keys) builder.Append(k);
+  return *builder.Finish();
+}
+
+enum class StoreKind { kMemory, kLocal };
+
+class ShardWriterTest : public ::testing::TestWithParam<StoreKind> {
+ protected:
+  void SetUp() override { store_ = MakeStore(); }
+
+  // A store over the same data (a local one is a second handle on the same directory).
+  std::shared_ptr<ObjectStore> MakeStore() {
+    if (GetParam() == StoreKind::kMemory) {
+      if (store_ == nullptr) return NewMemoryObjectStore();
+      return store_;
+    }
+    Result<std::shared_ptr<ObjectStore>> store = OpenLocalObjectStore(dir_.str());
+    EXPECT_TRUE(store.ok()) << store.status();
+    return *store;
+  }
+
+  Result<std::shared_ptr<ShardWriter>> OpenWriter(std::shared_ptr<ObjectStore> store,
+                                                  ShardWriterOptions options = {}) {
+    return ShardWriter::Open(std::move(store), kPrefix, kShard, KeyedSchema(), 0, options);
+  }
+  Result<std::shared_ptr<ShardWriter>> OpenWriter(ShardWriterOptions options = {}) {
+    return OpenWriter(store_, options);
+  }
+
+  testing::TempDir dir_{"shard-writer"};
+  std::shared_ptr<ObjectStore> store_;
+};
+
+TEST_P(ShardWriterTest, ReopenReplaysAcknowledgedRowsOnceAndFencesTheOldWriter) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> a, OpenWriter());
+  EXPECT_EQ(a->stats().replayed_records, 0);
+  ASSERT_OK(a->Put({KeyedRows(0, 5)}));
+  ASSERT_OK(a->Put({KeyedRows(5, 3), KeyedRows(8, 2)}));
+  EXPECT_EQ(a->stats().active_rows, 10);
+
+  // B takes over while A is alive and never closed: A's acknowledged rows are durable.
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> b, OpenWriter(MakeStore()));
+  EXPECT_GT(b->epoch(), a->epoch());
+  EXPECT_EQ(b->stats().replayed_records, 2);
+  EXPECT_EQ(b->stats().generations_published, 1);
+  pb::ShardManifest manifest;
+  std::multimap<int64_t, GenRow> rows = ReadGenerations(store_, &manifest);
+  EXPECT_EQ(rows.size(), 10u);
+  ExpectLiveOnce(rows, 0, 10);
+  ASSERT_EQ(manifest.generations_size(), 1);
+  EXPECT_EQ(manifest.generations(0).wal_end().epoch(), a->epoch());
+  EXPECT_EQ(CompareWalPositions(manifest.replay_after(), MakeWalPosition(b->epoch(), 0, 0)), 0);
+  EXPECT_EQ(manifest.writer_epoch(), b->epoch());
+
+  // A is fenced: it acknowledges nothing more.
+  Status fenced = a->Put({KeyedRows(100, 5)});
+  EXPECT_TRUE(fenced.IsFenced()) << fenced;
+  EXPECT_TRUE(a->fenced());
+  EXPECT_TRUE(a->PutTombstones(Int64Keys({1})).IsFenced());
+  ASSERT_OK_AND_ASSIGN(SealOutcome outcome, a->Seal(true));
+  EXPECT_EQ(outcome, SealOutcome::kFenced);
+  EXPECT_TRUE(a->Close().IsFenced());
+
+  ASSERT_OK(b->Put({KeyedRows(20, 5)}));
+  ASSERT_OK(b->Close());
+  rows = ReadGenerations(store_);
+  EXPECT_EQ(rows.size(), 15u);
+  ExpectLiveOnce(rows, 0, 10);
+  ExpectLiveOnce(rows, 20, 5);
+  EXPECT_EQ(rows.count(100), 0u);
+
+  // A third owner replays nothing: everything is published.
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> c, OpenWriter(MakeStore()));
+  EXPECT_EQ(c->stats().replayed_records, 0);
+  EXPECT_EQ(c->stats().generations_published, 0);
+  ASSERT_OK(c->Close());
+  EXPECT_EQ(ReadGenerations(store_).size(), 15u);
+}
+
+TEST_P(ShardWriterTest, DroppedWriterLeavesItsRowsForTheNextOwner) {
+  ShardWriterOptions options;
+  options.max_memtable_rows = 7;  // some rows published by A, the rest only in its WAL
+  {
+    ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> a, OpenWriter(options));
+    for (int i = 0; i < 6; ++i) ASSERT_OK(a->Put({KeyedRows(i * 3, 3)}));
+    // "Kill" A: B takes over before A's destructor runs (which finds itself fenced).
+    ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> b, OpenWriter(MakeStore(), options));
+    EXPECT_GT(b->stats().replayed_records, 0);
+    a.reset();
+    ASSERT_OK(b->Close());
+  }
+  std::multimap<int64_t, GenRow> rows = ReadGenerations(store_);
+  EXPECT_EQ(rows.size(), 18u);
+  ExpectLiveOnce(rows, 0, 18);
+}
+
+TEST_P(ShardWriterTest, ConcurrentPutsLandInGenerationsExactlyOnce) {
+  auto counting = std::make_shared<SyncCountingStore>(store_);
+  ShardWriterOptions options;
+  options.max_memtable_rows = 64;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter(counting, options));
+  constexpr int kThreads = 8;
+  constexpr int kPuts = 100;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPuts; ++i) {
+        if (!w->Put({KeyedRows(t * kPuts + i, 1)}).ok()) failures.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  ASSERT_OK(w->Close());
+  std::multimap<int64_t, GenRow> rows = ReadGenerations(store_);
+  EXPECT_EQ(rows.size(), static_cast<size_t>(kThreads * kPuts));
+  ExpectLiveOnce(rows, 0, kThreads * kPuts);
+  // Group commit: concurrent puts share syncs.
+  EXPECT_GT(counting->syncs(), 0);
+  EXPECT_LT(counting->syncs(), kThreads * kPuts);
+}
+
+TEST_P(ShardWriterTest, SealTriggersAtMaxMemtableRows) {
+  ShardWriterOptions options;
+  options.max_memtable_rows = 10;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter(options));
+  for (int i = 0; i < 7; ++i) ASSERT_OK(w->Put({KeyedRows(i * 5, 5)}));
+  EXPECT_EQ(w->stats().active_rows, 5);  // sealed at 10, 20 and 30 rows
+  ASSERT_OK_AND_ASSIGN(SealOutcome outcome, w->Seal(true));
+  EXPECT_EQ(outcome, SealOutcome::kSealed);
+  pb::ShardManifest manifest;
+  std::multimap<int64_t, GenRow> rows = ReadGenerations(store_, &manifest);
+  ASSERT_EQ(manifest.generations_size(), 4);
+  EXPECT_EQ(manifest.generations(0).rows(), 10);
+  EXPECT_EQ(manifest.generations(1).rows(), 10);
+  EXPECT_EQ(manifest.generations(2).rows(), 10);
+  EXPECT_EQ(manifest.generations(3).rows(), 5);
+  ExpectLiveOnce(rows, 0, 35);
+  EXPECT_EQ(w->stats().generations_published, 4);
+  ASSERT_OK(w->Close());
+}
+
+TEST_P(ShardWriterTest, SealWaitPublishesInOrderAndAdvancesReplayPosition) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter());
+  ASSERT_OK_AND_ASSIGN(SealOutcome noop, w->Seal(true));
+  EXPECT_EQ(noop, SealOutcome::kNoop);
+  EXPECT_STREQ(SealOutcomeName(noop), "noop");
+  ShardManifestStore manifests(store_, kPrefix, kShard);
+  pb::WalPosition previous = MakeWalPosition(w->epoch(), 0, 0);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK(w->Put({KeyedRows(i * 10, 4)}));
+    ASSERT_OK(w->Put({KeyedRows(i * 10 + 4, 4)}));
+    std::vector<std::shared_ptr<const MemTableSnapshot>> mem = w->MemTables();
+    ASSERT_EQ(mem.size(), 1u);
+    EXPECT_EQ(mem[0]->rows(), 8);
+    EXPECT_EQ(w->stats().unflushed_rows, 8);
+    EXPECT_GT(w->stats().unflushed_bytes, 0);
+    ASSERT_OK_AND_ASSIGN(SealOutcome outcome, w->Seal(true));
+    EXPECT_EQ(outcome, SealOutcome::kSealed);
+    EXPECT_TRUE(w->MemTables().empty());
+    EXPECT_EQ(w->stats().unflushed_rows, 0);
+    ASSERT_OK_AND_ASSIGN(pb::ShardManifest m, manifests.ReadLatest());
+    ASSERT_EQ(m.generations_size(), i + 1);
+    const pb::Generation& gen = m.generations(i);
+    if (i > 0) {
+      EXPECT_GT(gen.generation(), m.generations(i - 1).generation());
+    }
+    EXPECT_EQ(m.current_generation(), gen.generation() + 1);
+    EXPECT_EQ(gen.rows(), 8);
+    EXPECT_GT(CompareWalPositions(m.replay_after(), previous), 0);
+    EXPECT_EQ(CompareWalPositions(m.replay_after(), gen.wal_end()), 0);
+    previous = m.replay_after();
+  }
+  // An asynchronous seal, then a waiting one publishes it.
+  ASSERT_OK(w->Put({KeyedRows(100, 3)}));
+  ASSERT_OK_AND_ASSIGN(SealOutcome async, w->Seal(false));
+  EXPECT_EQ(async, SealOutcome::kSealed);
+  ASSERT_OK(w->Seal(true).status());
+  ASSERT_OK_AND_ASSIGN(pb::ShardManifest m, manifests.ReadLatest());
+  EXPECT_EQ(m.generations_size(), 4);
+  EXPECT_EQ(w->stats().generations_published, 4);
+  ASSERT_OK(w->Close());
+}
+
+TEST_P(ShardWriterTest, TombstonesAreReplayedAndSealed) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> a, OpenWriter());
+  ASSERT_OK(a->Put({KeyedRows(0, 10)}));
+  ASSERT_OK(a->PutTombstones(Int64Keys({3, 5})));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> b, OpenWriter(MakeStore()));
+  EXPECT_EQ(b->stats().replayed_records, 2);
+  std::multimap<int64_t, GenRow> rows = ReadGenerations(store_);
+  ASSERT_EQ(rows.size(), 10u);  // newest per key: 3 and 5 are tombstones
+  for (const auto& [id, row] : rows) EXPECT_EQ(row.tombstone, id == 3 || id == 5) << id;
+
+  ASSERT_OK(b->PutTombstones(Int64Keys({7, 42})));
+  ASSERT_OK(b->Close());
+  rows = ReadGenerations(store_);
+  EXPECT_EQ(rows.size(), 12u);
+  auto seven = rows.equal_range(7);
+  ASSERT_EQ(std::distance(seven.first, seven.second), 2);
+  uint64_t newest = 0;
+  bool newest_tombstone = false;
+  for (auto it = seven.first; it != seven.second; ++it) {
+    if (it->second.generation > newest) {
+      newest = it->second.generation;
+      newest_tombstone = it->second.tombstone;
+    }
+  }
+  EXPECT_TRUE(newest_tombstone);
+  ASSERT_EQ(rows.count(42), 1u);
+  EXPECT_TRUE(rows.find(42)->second.tombstone);
+}
+
+TEST_P(ShardWriterTest, BackpressureMakesPutsWaitButComplete) {
+  ShardWriterOptions options;
+  options.max_unflushed_bytes = 1;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter(options));
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        if (!w->Put({KeyedRows((t * 10 + i) * 3, 3)}).ok()) failures.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  // Every put beyond the first found the limit exceeded, so the writer kept flushing.
+  EXPECT_GE(w->stats().generations_published, 10);
+  ASSERT_OK(w->Close());
+  std::multimap<int64_t, GenRow> rows = ReadGenerations(store_);
+  EXPECT_EQ(rows.size(), 60u);
+  ExpectLiveOnce(rows, 0, 60);
+}
+
+// The key invariant: a writer that is fenced never acknowledges a write the new owner
+// cannot see. A puts in a loop (sealing now and then) while B takes over at a random point.
+TEST_P(ShardWriterTest, FencedWriterNeverAcknowledgesALostWrite) {
+  const unsigned long long seed = testing::TestSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  // Local stores fsync every group, so they get fewer iterations.
+  const int iterations = (GetParam() == StoreKind::kLocal ? 3 : 8) * testing::StressScale();
+  for (int iter = 0; iter < iterations; ++iter) {
+    SCOPED_TRACE("iteration " + std::to_string(iter));
+    const int64_t base = int64_t{iter} * 100000;
+    ShardWriterOptions options;
+    options.max_memtable_rows = 2 + static_cast<int64_t>(rng() % 20);
+    ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> a, OpenWriter(options));
+    const int seal_every = 1 + static_cast<int>(rng() % 7);
+    const uint64_t writer_seed = rng();
+    std::atomic<int> acked{0};
+    std::vector<int> acked_puts;
+    Status a_end;
+    std::thread writer([&] {
+      std::mt19937_64 writer_rng(writer_seed);
+      for (int i = 0; i < 5000; ++i) {
+        Status st = a->Put({KeyedRows(base + i * 2, 2)});
+        if (!st.ok()) {
+          a_end = st;
+          return;
+        }
+        acked_puts.push_back(i);
+        acked.fetch_add(1);
+        if (i % seal_every == 0) {
+          Result<SealOutcome> sealed = a->Seal(writer_rng() % 2 == 0);
+          if (!sealed.ok()) {
+            a_end = sealed.status();
+            return;
+          }
+        }
+      }
+      a_end = Status::Aborted("writer A was never fenced");
+    });
+    const int wait_for = 1 + static_cast<int>(rng() % 25);
+    while (acked.load() < wait_for) std::this_thread::yield();
+    Result<std::shared_ptr<ShardWriter>> b = OpenWriter(MakeStore(), options);
+    writer.join();
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_TRUE(a_end.IsFenced()) << a_end;
+    EXPECT_TRUE(a->fenced());
+    ASSERT_OK((*b)->Put({KeyedRows(base + 90000, 3)}));
+    ASSERT_OK((*b)->Close());
+    a.reset();
+    std::multimap<int64_t, GenRow> rows = ReadGenerations(store_);
+    for (int i : acked_puts) {
+      ASSERT_NO_FATAL_FAILURE(ExpectLiveOnce(rows, base + i * 2, 2)) << "put " << i;
+    }
+    ExpectLiveOnce(rows, base + 90000, 3);
+    for (const auto& [id, row] : rows) {
+      if (id >= base) {
+        EXPECT_EQ(rows.count(id), 1u) << "id " << id;
+      }
+    }
+  }
+}
+
+TEST_P(ShardWriterTest, TornWalTailOfACrashedWriterIsDropped) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> a, OpenWriter());
+  ASSERT_OK(a->Put({KeyedRows(0, 4)}));
+  ASSERT_OK(a->Put({KeyedRows(4, 4)}));
+  ASSERT_OK_AND_ASSIGN(std::vector<WalSegment> segments, ListWalSegments(*store_, kPrefix, kShard));
+  ASSERT_EQ(segments.size(), 1u);
+  // The crashed writer got half of a third record out.
+  ASSERT_OK_AND_ASSIGN(Buffer bytes, store_->Get(segments[0].key));
+  std::string torn = EncodeWalRecord(WalRecordKind::kRows, a->epoch(), 2, "payload bytes");
+  std::string content(bytes.view());
+  content += torn.substr(0, torn.size() / 2);
+  ASSERT_OK(store_->Delete(segments[0].key));
+  ASSERT_OK(store_->Put(segments[0].key, content));
+
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> b, OpenWriter(MakeStore()));
+  EXPECT_EQ(b->stats().replayed_records, 2);
+  std::multimap<int64_t, GenRow> rows = ReadGenerations(store_);
+  EXPECT_EQ(rows.size(), 8u);
+  ExpectLiveOnce(rows, 0, 8);
+  ASSERT_OK(b->Close());
+}
+
+TEST_P(ShardWriterTest, CloseIsIdempotentAndLaterCallsFail) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter());
+  ASSERT_OK(w->Put({KeyedRows(0, 6)}));
+  ASSERT_OK(w->Close());
+  ASSERT_OK(w->Close());
+  EXPECT_TRUE(w->Put({KeyedRows(10, 1)}).IsInvalidArgument());
+  EXPECT_TRUE(w->PutTombstones(Int64Keys({1})).IsInvalidArgument());
+  EXPECT_TRUE(w->Seal(true).status().IsInvalidArgument());
+  ExpectLiveOnce(ReadGenerations(store_), 0, 6);
+}
+
+TEST_P(ShardWriterTest, InvalidInputWritesNothing) {
+  // A schema whose key column admits nulls, so a batch can carry one.
+  SchemaPtr s = schema({field("id", int64(), true), field("name", utf8())});
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w,
+                       ShardWriter::Open(store_, kPrefix, kShard, s, 0));
+  Int64Builder ids(int64());
+  ids.Append(1);
+  ids.AppendNull();
+  BinaryBuilder names(utf8());
+  ASSERT_OK(names.Append("x"));
+  ASSERT_OK(names.Append("y"));
+  ASSERT_OK_AND_ASSIGN(RecordBatch null_key,
+                       RecordBatch::Make(s, 2, {*ids.Finish(), *names.Finish()}));
+  EXPECT_TRUE(w->Put({null_key}).IsInvalidArgument());
+  EXPECT_TRUE(w->Put({KeyedRows(0, 2)}).IsInvalidArgument());  // another schema
+  BinaryBuilder wrong_keys(utf8());
+  ASSERT_OK(wrong_keys.Append("k"));
+  EXPECT_TRUE(w->PutTombstones(*wrong_keys.Finish()).IsInvalidArgument());
+  ASSERT_OK(w->Put({}));  // nothing to write
+  ASSERT_OK_AND_ASSIGN(std::vector<WalSegment> segments, ListWalSegments(*store_, kPrefix, kShard));
+  for (const WalSegment& segment : segments) EXPECT_EQ(segment.size, 0) << segment.key;
+  EXPECT_EQ(w->stats().active_rows, 0);
+  ASSERT_OK(w->Close());
+  EXPECT_TRUE(ShardWriter::Open(store_, kPrefix, kShard, s, 5).status().IsInvalidArgument());
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, ShardWriterTest,
+                         ::testing::Values(StoreKind::kMemory, StoreKind::kLocal),
+                         [](const ::testing::TestParamInfo<StoreKind>& info) {
+                           return info.param == StoreKind::kMemory ? "Memory" : "Local";
+                         });
+
+// --- Fault injection -------------------------------------------------------------------
+
+class ShardWriterFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs_ = std::make_shared<io::FaultInjectionFileSystem>(std::make_shared<io::MemoryFileSystem>());
+    store_ = Reopen();
+  }
+  std::shared_ptr<ObjectStore> Reopen() {
+    Result<std::shared_ptr<ObjectStore>> store = io::NewFileObjectStore(fs_, "/db");
+    EXPECT_TRUE(store.ok()) << store.status();
+    return *store;
+  }
+  std::shared_ptr<io::FaultInjectionFileSystem> fs_;
+  std::shared_ptr<ObjectStore> store_;
+};
+
+TEST_F(ShardWriterFaultTest, AcknowledgedPutsSurviveACrash) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> a,
+                       ShardWriter::Open(store_, kPrefix, kShard, KeyedSchema(), 0));
+  for (int i = 0; i < 5; ++i) ASSERT_OK(a->Put({KeyedRows(i * 4, 4)}));
+  ASSERT_OK(fs_->SimulateCrash());  // power loss: only synced bytes remain
+  std::shared_ptr<ObjectStore> after = Reopen();
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> b,
+                       ShardWriter::Open(after, kPrefix, kShard, KeyedSchema(), 0));
+  EXPECT_EQ(b->stats().replayed_records, 5);
+  ASSERT_OK(b->Close());
+  ExpectLiveOnce(ReadGenerations(after), 0, 20);
+  EXPECT_TRUE(a->Put({KeyedRows(100, 1)}).IsFenced());
+}
+
+TEST_F(ShardWriterFaultTest, FailedPublicationIsReportedAndRetriedByTheNextSeal) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w,
+                       ShardWriter::Open(store_, kPrefix, kShard, KeyedSchema(), 0));
+  ASSERT_OK(w->Put({KeyedRows(0, 5)}));
+  fs_->FailNth(io::FaultOp::kLink, 1);  // the first create-if-absent while publishing
+  Result<SealOutcome> failed = w->Seal(true);
+  EXPECT_FALSE(failed.ok());
+  EXPECT_EQ(fs_->injected_faults(), 1);
+  EXPECT_EQ(w->stats().unflushed_rows, 5);  // still queued
+  ASSERT_OK(w->Put({KeyedRows(5, 5)}));
+  ASSERT_OK_AND_ASSIGN(SealOutcome outcome, w->Seal(true));
+  EXPECT_EQ(outcome, SealOutcome::kSealed);
+  EXPECT_EQ(w->stats().unflushed_rows, 0);
+  ASSERT_OK(w->Close());
+  std::multimap<int64_t, GenRow> rows = ReadGenerations(store_);
+  EXPECT_EQ(rows.size(), 10u);
+  ExpectLiveOnce(rows, 0, 10);
+}
+
+}  // namespace
+}  // namespace strata::lsm

@@ -1,0 +1,494 @@
+// The shard write-ahead log (see wal.h): record framing, the group-committing writer, and
+// replay with torn-tail detection.
+#include "lsm/wal.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <optional>
+#include <utility>
+
+#include "lsm/layout.h"
+#include "util/checksum.h"
+#include "util/little_endian.h"
+#include "util/mutex.h"
+
+namespace strata::lsm {
+namespace {
+
+// Header field offsets.
+constexpr size_t kMagicOffset = 0;
+constexpr size_t kKindOffset = 4;
+constexpr size_t kEpochOffset = 8;
+constexpr size_t kSequenceOffset = 16;
+constexpr size_t kLengthOffset = 24;
+constexpr size_t kReservedOffset = 28;
+
+bool IsKnownKind(uint32_t kind) {
+  return kind == static_cast<uint32_t>(WalRecordKind::kRows) ||
+         kind == static_cast<uint32_t>(WalRecordKind::kTombstones);
+}
+
+std::string WalDir(std::string_view store_prefix, const Uuid& shard) {
+  return ShardDir(store_prefix, shard) + "wal/";
+}
+
+// A record parsed from a segment's bytes.
+struct ParsedHeader {
+  uint32_t magic = 0;
+  uint32_t kind = 0;
+  uint64_t epoch = 0;
+  uint64_t sequence = 0;
+  uint32_t length = 0;
+  uint32_t reserved = 0;
+  // Header + payload + trailer.
+  uint64_t extent() const { return kWalHeaderSize + uint64_t{length} + kWalTrailerSize; }
+};
+
+// REQUIRES: kWalHeaderSize bytes at `p`.
+ParsedHeader ParseHeader(const char* p) {
+  ParsedHeader h;
+  h.magic = DecodeFixed32(p + kMagicOffset);
+  h.kind = DecodeFixed32(p + kKindOffset);
+  h.epoch = DecodeFixed64(p + kEpochOffset);
+  h.sequence = DecodeFixed64(p + kSequenceOffset);
+  h.length = DecodeFixed32(p + kLengthOffset);
+  h.reserved = DecodeFixed32(p + kReservedOffset);
+  return h;
+}
+
+// True when the record whose header starts at `offset` fits in `data` and its checksum
+// matches. REQUIRES: a whole header at `offset`.
+bool ChecksumMatches(std::string_view data, size_t offset, const ParsedHeader& h) {
+  if (h.extent() > data.size() - offset) return false;
+  const size_t covered = kWalHeaderSize + h.length;
+  return XxHash3_64(data.substr(offset, covered)) == DecodeFixed64(data.data() + offset + covered);
+}
+
+// True when an intact record of `epoch` (with sequence `sequence`, when known) starts
+// somewhere at or after `from`. Used to tell a record whose length field was damaged (it
+// claims to run past the end, yet intact records follow) from a torn last record.
+bool IntactRecordFollows(std::string_view data, size_t from, uint64_t epoch,
+                         std::optional<uint64_t> sequence) {
+  char magic[4];
+  for (int i = 0; i < 4; ++i) magic[i] = static_cast<char>(kWalMagic >> (8 * i));
+  const std::string_view needle(magic, 4);
+  for (size_t at = data.find(needle, from);
+       at != std::string_view::npos && data.size() - at >= kWalHeaderSize;
+       at = data.find(needle, at + 1)) {
+    ParsedHeader h = ParseHeader(data.data() + at);
+    if (h.epoch != epoch || !IsKnownKind(h.kind) || h.reserved != 0) continue;
+    if (sequence.has_value() && h.sequence != *sequence) continue;
+    if (ChecksumMatches(data, at, h)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+namespace {
+
+// Appends the framed bytes of one record to `out` (a group is framed straight into one
+// buffer, without a copy of each record on the way).
+void AppendWalRecord(std::string* out, WalRecordKind kind, uint64_t epoch, uint64_t sequence,
+                     std::string_view payload) {
+  const size_t start = out->size();
+  PutFixed32(out, kWalMagic);
+  PutFixed32(out, static_cast<uint32_t>(kind));
+  PutFixed64(out, epoch);
+  PutFixed64(out, sequence);
+  PutFixed32(out, static_cast<uint32_t>(payload.size()));
+  PutFixed32(out, 0);
+  out->append(payload);
+  PutFixed64(out, XxHash3_64(std::string_view(*out).substr(start)));
+}
+
+}  // namespace
+
+std::string EncodeWalRecord(WalRecordKind kind, uint64_t epoch, uint64_t sequence,
+                            std::string_view payload) {
+  std::string out;
+  out.reserve(kWalHeaderSize + payload.size() + kWalTrailerSize);
+  AppendWalRecord(&out, kind, epoch, sequence, payload);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// WalWriter
+
+namespace {
+
+// One Append call waiting in the queue; lives on its caller's stack until it is done (so
+// does the payload it views).
+struct PendingRecord {
+  WalRecordKind kind;
+  std::string_view payload;
+  const std::function<void(const pb::WalPosition&)>* on_durable;
+  bool done = false;  // set by the leader that wrote (or failed) it
+  Status status;
+  pb::WalPosition end;
+};
+
+}  // namespace
+
+struct WalWriter::Impl {
+  Impl(std::shared_ptr<ObjectStore> store_in, std::string prefix_in, Uuid shard_in,
+       uint64_t epoch_in, uint64_t first_segment, WalWriterOptions options_in)
+      : store(std::move(store_in)),
+        prefix(std::move(prefix_in)),
+        shard(shard_in),
+        epoch(epoch_in),
+        options(std::move(options_in)),
+        last_position(MakeWalPosition(epoch_in, first_segment, 0)),
+        segment_number(first_segment) {}
+
+  std::string SegmentKey(uint64_t segment) const {
+    return WalSegmentKey(prefix, shard, epoch, segment);
+  }
+
+  // Creates segment `segment_number`. Leader only.
+  Status StartSegment() {
+    const std::string key = SegmentKey(segment_number);
+    Result<std::unique_ptr<AppendableObject>> created = store->CreateAppendable(key);
+    if (!created.ok()) {
+      // Never reuse a name that may exist in part.
+      if (!created.status().IsAlreadyExists()) ++segment_number;
+      return created.status().WithContext(fmt::format("start WAL segment '{}'", key));
+    }
+    segment = std::move(*created);
+    next_sequence = 0;
+    return Status::OK();
+  }
+
+  // Closes the open segment (if any) and moves on to the next number. Leader only.
+  void EndSegment() {
+    if (segment == nullptr) return;
+    // The data is synced (or the segment is abandoned): a close error changes nothing.
+    segment->Close().IgnoreError();
+    segment.reset();
+    ++segment_number;
+  }
+
+  // Writes `group` with one Append and one Sync, checks the fence and runs on_durable.
+  // Sets each record's end position. Leader only (mu not held).
+  Status WriteGroup(const std::vector<PendingRecord*>& group) {
+    if (segment == nullptr) STRATA_RETURN_IF_ERROR(StartSegment());
+    const std::string key = SegmentKey(segment_number);
+    std::string bytes;
+    size_t total = 0;
+    for (const PendingRecord* record : group) {
+      total += kWalHeaderSize + record->payload.size() + kWalTrailerSize;
+    }
+    bytes.reserve(total);
+    const int64_t base = segment->size();
+    uint64_t sequence = next_sequence;
+    for (PendingRecord* record : group) {
+      AppendWalRecord(&bytes, record->kind, epoch, sequence++, record->payload);
+      record->end =
+          MakeWalPosition(epoch, segment_number, static_cast<uint64_t>(base) + bytes.size());
+    }
+    Status s = segment->Append(bytes);
+    if (s.ok()) s = segment->Sync();
+    if (!s.ok()) {
+      // A part of the group may sit at the segment's end: never append after it.
+      EndSegment();
+      return s.WithContext(fmt::format("WAL segment '{}'", key));
+    }
+    next_sequence = sequence;
+    if (options.check_fence) STRATA_RETURN_IF_ERROR(options.check_fence());
+    for (PendingRecord* record : group) {
+      if (record->on_durable != nullptr && *record->on_durable) (*record->on_durable)(record->end);
+    }
+    if (segment->size() > options.max_segment_bytes) EndSegment();
+    return Status::OK();
+  }
+
+  // Waits until no leader runs and takes the role. REQUIRES mu held.
+  void BecomeLeader() {
+    while (leader_active) cv.Wait(mu);
+    leader_active = true;
+  }
+  // REQUIRES mu held.
+  void EndLeadership() {
+    leader_active = false;
+    cv.SignalAll();
+  }
+
+  const std::shared_ptr<ObjectStore> store;
+  const std::string prefix;
+  const Uuid shard;
+  const uint64_t epoch;
+  const WalWriterOptions options;
+
+  Mutex mu;
+  CondVar cv;
+  std::deque<PendingRecord*> queue STRATA_GUARDED_BY(mu);
+  // True while one thread (an Append leader, RollSegment or Close) owns the segment state.
+  bool leader_active STRATA_GUARDED_BY(mu) = false;
+  bool closed STRATA_GUARDED_BY(mu) = false;
+  pb::WalPosition last_position STRATA_GUARDED_BY(mu);
+
+  // Owned by the thread with leader_active set.
+  std::unique_ptr<AppendableObject> segment;  // null: the next group starts segment_number
+  uint64_t segment_number;
+  uint64_t next_sequence = 0;
+};
+
+WalWriter::WalWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+WalWriter::~WalWriter() {
+  if (impl_ != nullptr) Close().IgnoreError();
+}
+
+Result<std::unique_ptr<WalWriter>> WalWriter::Open(std::shared_ptr<ObjectStore> store,
+                                                   std::string store_prefix, Uuid shard,
+                                                   uint64_t epoch, uint64_t first_segment,
+                                                   WalWriterOptions options) {
+  if (store == nullptr) return Status::InvalidArgument("WAL writer needs an object store");
+  if (options.max_segment_bytes <= 0) {
+    return Status::InvalidArgument(
+        fmt::format("WAL max_segment_bytes must be positive, got {}", options.max_segment_bytes));
+  }
+  auto impl = std::make_unique<Impl>(std::move(store), std::move(store_prefix), shard, epoch,
+                                     first_segment, std::move(options));
+  STRATA_RETURN_IF_ERROR(impl->StartSegment());
+  return std::unique_ptr<WalWriter>(new WalWriter(std::move(impl)));
+}
+
+Result<pb::WalPosition> WalWriter::Append(
+    WalRecordKind kind, std::string payload,
+    const std::function<void(const pb::WalPosition& end)>& on_durable) {
+  return AppendView(kind, payload, on_durable);
+}
+
+Result<pb::WalPosition> WalWriter::AppendView(
+    WalRecordKind kind, std::string_view payload,
+    const std::function<void(const pb::WalPosition& end)>& on_durable) {
+  if (!IsKnownKind(static_cast<uint32_t>(kind))) {
+    return Status::InvalidArgument(
+        fmt::format("unknown WAL record kind {}", static_cast<uint32_t>(kind)));
+  }
+  if (static_cast<int64_t>(payload.size()) > kMaxWalPayload) {
+    return Status::InvalidArgument(fmt::format(
+        "WAL record payload of {} bytes exceeds the limit {}", payload.size(), kMaxWalPayload));
+  }
+  Impl& w = *impl_;
+  PendingRecord record{kind, payload, &on_durable};
+  w.mu.Lock();
+  if (w.closed) {
+    w.mu.Unlock();
+    return Status::InvalidArgument(fmt::format("WAL writer of epoch {} is closed", w.epoch));
+  }
+  w.queue.push_back(&record);
+  while (!record.done && w.leader_active) w.cv.Wait(w.mu);
+  if (!record.done) {
+    // Leader: the queue holds this record and everything that arrived before it.
+    w.leader_active = true;
+    std::vector<PendingRecord*> group(w.queue.begin(), w.queue.end());
+    w.queue.clear();
+    w.mu.Unlock();
+    Status s = w.WriteGroup(group);
+    w.mu.Lock();
+    for (PendingRecord* member : group) {
+      member->status = s;
+      member->done = true;
+    }
+    if (s.ok()) w.last_position = group.back()->end;
+    w.EndLeadership();
+  }
+  w.mu.Unlock();
+  if (!record.status.ok()) return record.status;
+  return record.end;
+}
+
+Result<pb::WalPosition> WalWriter::RollSegment() {
+  Impl& w = *impl_;
+  w.mu.Lock();
+  if (w.closed) {
+    w.mu.Unlock();
+    return Status::InvalidArgument(fmt::format("WAL writer of epoch {} is closed", w.epoch));
+  }
+  w.BecomeLeader();
+  w.mu.Unlock();
+  pb::WalPosition end;
+  if (w.segment != nullptr) {
+    end = MakeWalPosition(w.epoch, w.segment_number, static_cast<uint64_t>(w.segment->size()));
+    w.EndSegment();
+  } else {
+    // Nothing is open (rolled already, or abandoned after an error): every record written
+    // so far lies before the start of the segment the next Append creates.
+    end = MakeWalPosition(w.epoch, w.segment_number, 0);
+  }
+  w.mu.Lock();
+  w.EndLeadership();
+  w.mu.Unlock();
+  return end;
+}
+
+pb::WalPosition WalWriter::last_position() const {
+  MutexLock lock(impl_->mu);
+  return impl_->last_position;
+}
+
+uint64_t WalWriter::epoch() const { return impl_->epoch; }
+
+Status WalWriter::Close() {
+  Impl& w = *impl_;
+  w.mu.Lock();
+  // Pending Appends finish first: their waiters lead groups until the queue is empty.
+  while (w.leader_active || !w.queue.empty()) w.cv.Wait(w.mu);
+  if (w.closed) {
+    w.mu.Unlock();
+    return Status::OK();
+  }
+  w.closed = true;
+  w.leader_active = true;
+  w.mu.Unlock();
+  Status s;
+  if (w.segment != nullptr) {
+    s = w.segment->Close();
+    w.segment.reset();
+  }
+  w.mu.Lock();
+  w.EndLeadership();
+  w.mu.Unlock();
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading
+
+Result<std::vector<WalSegment>> ListWalSegments(ObjectStore& store, std::string_view store_prefix,
+                                                const Uuid& shard) {
+  const std::string dir = WalDir(store_prefix, shard);
+  STRATA_ASSIGN_OR_RETURN(std::vector<ObjectMeta> objects, store.List(dir));
+  std::vector<WalSegment> segments;
+  for (ObjectMeta& object : objects) {
+    std::string_view name = std::string_view(object.key).substr(dir.size());
+    std::optional<std::pair<uint64_t, uint64_t>> parsed = ParseWalSegmentName(name);
+    if (!parsed.has_value()) continue;  // not a segment (nothing else is written here)
+    segments.push_back({std::move(object.key), parsed->first, parsed->second, object.size});
+  }
+  std::sort(segments.begin(), segments.end(), [](const WalSegment& a, const WalSegment& b) {
+    return std::make_pair(a.epoch, a.segment) < std::make_pair(b.epoch, b.segment);
+  });
+  return segments;
+}
+
+namespace {
+
+// Replays the records of one segment from `start`. Adds to `stats`.
+Status ReplaySegment(const WalSegment& segment, std::string_view data, uint64_t start,
+                     ReplayStats& stats, const std::function<Status(const WalRecord&)>& fn) {
+  auto corruption = [&](uint64_t offset, std::string_view what) {
+    return Status::Corruption(
+        fmt::format("WAL segment '{}': record at offset {}: {}", segment.key, offset, what));
+  };
+  if (start > data.size()) {
+    return Status::Corruption(fmt::format(
+        "WAL segment '{}' has {} bytes, fewer than the replay start offset {}: records are lost",
+        segment.key, data.size(), start));
+  }
+  // The sequence of the next record; unknown when replay starts inside the segment.
+  std::optional<uint64_t> sequence;
+  if (start == 0) sequence = 0;
+  uint64_t offset = start;
+  while (offset < data.size()) {
+    const uint64_t remaining = data.size() - offset;
+    if (remaining < kWalHeaderSize) {
+      ++stats.torn_tails;  // the header runs past the end
+      break;
+    }
+    const ParsedHeader h = ParseHeader(data.data() + offset);
+    if (h.extent() > remaining) {
+      // Torn, unless the length field is damaged and intact records follow.
+      if (IntactRecordFollows(
+              data, offset + 1, segment.epoch,
+              sequence.has_value() ? std::optional<uint64_t>(*sequence + 1) : std::nullopt)) {
+        return corruption(offset, fmt::format("its length {} runs past the end ({} bytes), yet "
+                                              "intact records follow",
+                                              h.length, data.size()));
+      }
+      ++stats.torn_tails;
+      break;
+    }
+    const bool last = h.extent() == remaining;
+    if (!ChecksumMatches(data, offset, h)) {
+      if (last) {
+        ++stats.torn_tails;
+        break;
+      }
+      return corruption(offset, "checksum mismatch");
+    }
+    if (h.magic != kWalMagic) {
+      return corruption(offset, fmt::format("bad magic {:#010x}", h.magic));
+    }
+    if (!IsKnownKind(h.kind)) return corruption(offset, fmt::format("unknown kind {}", h.kind));
+    if (h.reserved != 0) {
+      return corruption(offset, fmt::format("reserved field is {}, not 0", h.reserved));
+    }
+    if (h.epoch != segment.epoch) {
+      return corruption(offset,
+                        fmt::format("epoch {} in a segment of epoch {}", h.epoch, segment.epoch));
+    }
+    if (sequence.has_value() && h.sequence != *sequence) {
+      return corruption(offset,
+                        fmt::format("sequence {} where {} was expected", h.sequence, *sequence));
+    }
+    sequence = h.sequence + 1;
+    const uint64_t end = offset + h.extent();
+    WalRecord record;
+    record.kind = static_cast<WalRecordKind>(h.kind);
+    record.end = MakeWalPosition(segment.epoch, segment.segment, end);
+    record.payload = data.substr(offset + kWalHeaderSize, h.length);
+    STRATA_RETURN_IF_ERROR(fn(record));
+    ++stats.records;
+    stats.bytes += static_cast<int64_t>(h.extent());
+    stats.end = record.end;
+    offset = end;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<ReplayStats> ReplayWal(ObjectStore& store, std::string_view store_prefix, const Uuid& shard,
+                              const pb::WalPosition& after, uint64_t max_epoch,
+                              const std::function<Status(const WalRecord&)>& fn) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<WalSegment> segments,
+                          ListWalSegments(store, store_prefix, shard));
+  ReplayStats stats;
+  stats.end = after;
+  for (const WalSegment& segment : segments) {
+    if (segment.epoch > max_epoch) break;  // sorted: every later segment is newer too
+    if (segment.epoch < after.epoch()) continue;
+    if (segment.epoch == after.epoch() && segment.segment < after.segment()) continue;
+    const bool own = segment.epoch == after.epoch() && segment.segment == after.segment();
+    STRATA_ASSIGN_OR_RETURN(Buffer data, store.Get(segment.key));
+    ++stats.segments;
+    STRATA_RETURN_IF_ERROR(
+        ReplaySegment(segment, data.view(), own ? after.offset() : 0, stats, fn));
+  }
+  return stats;
+}
+
+Result<int64_t> DeleteCoveredWalSegments(ObjectStore& store, std::string_view store_prefix,
+                                         const Uuid& shard, const pb::WalPosition& covered) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<WalSegment> segments,
+                          ListWalSegments(store, store_prefix, shard));
+  int64_t deleted = 0;
+  for (const WalSegment& segment : segments) {
+    const bool is_covered =
+        segment.epoch < covered.epoch() ||
+        (segment.epoch == covered.epoch() && segment.segment < covered.segment());
+    if (!is_covered) continue;
+    Status s = store.Delete(segment.key);
+    if (s.IsNotFound()) continue;  // deleted concurrently
+    STRATA_RETURN_IF_ERROR(s.WithContext("delete covered WAL segment"));
+    ++deleted;
+  }
+  return deleted;
+}
+
+}  // namespace strata::lsm
