@@ -1,0 +1,206 @@
+// StorageBase: the schema-agnostic store every typed store is built on — an LSM tree over
+// one versioned base table (include/strata/table.h) at an ObjectStore prefix.
+//
+// Writes go to this handle's shard (one shard per writer identity, shard id =
+// UUIDv5(NAMESPACE_OID, shard_id or "default")) through a resident shard writer: Put is
+// durable on return (the WAL is synced; with a local store opened with sync == false,
+// "process" durability), and visible to readers after the next seal (Flush, Close, a full
+// memtable, Cleanup) — or on return with seal_on_put. With read_own_writes the handle's
+// own reads also include its unsealed memtable, so read-your-writes needs no generation per
+// put.
+//
+// Reads union the base table, every shard's pending generations (shard manifests re-read
+// on each read) and, with read_own_writes, the own memtable; newest wins per key, and
+// tombstones (DeleteKeys) hide a key until a newer row. A read retries (3 attempts) when a
+// concurrent merge moved rows between the base and the generations while it read, and
+// never returns a partial or duplicated result.
+//
+// Merges fold a shard's oldest pending generations into the base table (Prepare reads,
+// appends keep running; Commit is one base commit + a relative drain of the shard manifest;
+// only the owner of a shard merges it). Compaction of the base runs beside merges and
+// appends; one compactor at a time per handle.
+//
+// Errors: InvalidArgument for bad input (nothing written), Fenced when another writer
+// claimed this shard (Put reopens the writer and retries once first), Unavailable for
+// reads refused past the pending-generation cap (retry after merges catch up), Busy for
+// retryable conflicts, NotFound for a missing store with create_if_missing == false.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/expr.h"
+#include "strata/metrics.h"
+#include "strata/object_store.h"
+#include "strata/record_batch.h"
+#include "strata/status.h"
+#include "strata/table.h"
+#include "strata/type.h"
+
+namespace strata::lsm {
+class MergeBudget;  // src/lsm/merge.h
+}
+
+namespace strata::store {
+
+// Which part of the LSM tree a read covers.
+enum class ListSource {
+  kAll,        // base table + pending generations (+ own memtable with read_own_writes)
+  kWal,        // pending generations (+ own memtable) only
+  kFragments,  // base table only: merged rows
+};
+
+struct StorageBaseOptions {
+  // Schema used to create the store when it does not exist; the key column must be in it,
+  // non-nullable, of a primary-key type (table.h).
+  SchemaPtr schema;
+  std::string key_column;
+  // Stable writer identity; "" = "default".
+  std::string shard_id;
+  // Additive evolution: columns of latest_schema missing from the base table are added
+  // (all null) at open and before merges. Null = off.
+  SchemaPtr latest_schema;
+  // true: Put seals and waits for publication (visible on return).
+  bool seal_on_put = false;
+  // false: Close (and destruction) release the writer without sealing; rows not yet
+  // published stay durable in the WAL, invisible until the shard's next writer replays them
+  // (OpenWriter, the next write, Cleanup through a writing handle).
+  bool seal_on_close = true;
+  // true: this handle's reads include its own unsealed memtable.
+  bool read_own_writes = false;
+
+  // Memtable bounds (a full memtable is sealed in the background) and backpressure.
+  int64_t max_memtable_rows = 100000;
+  int64_t max_memtable_bytes = int64_t{256} << 20;
+  int64_t max_unflushed_bytes = int64_t{1} << 30;
+
+  // Merge: count trigger (0 = off): after a seal, merge when at least this many
+  // generations are pending in the own shard.
+  int merge_after_generations = 0;
+  int merge_max_generations = 8;                   // 0 = no bound
+  int64_t merge_max_bytes = int64_t{1} << 30;      // 0 = no bound
+  std::shared_ptr<lsm::MergeBudget> merge_budget;  // process-wide, optional
+
+  // Merged generations' files are deleted this long after their drain, so readers that
+  // listed them just before still find them (a read that loses a generation retries).
+  // Directories of merged generations left behind by a process that died meanwhile are
+  // swept by the shard's next merge.
+  double generation_delete_delay_seconds = 5.0;
+
+  // Reads warn at this many pending generations per shard and refuse (Unavailable) past
+  // pending_generations_max per shard or in total. 0 disables either.
+  int pending_generations_warn = 256;
+  int pending_generations_max = 4096;
+
+  // Base table and generation tables.
+  table::TableOptions table_options;
+  // Metrics go here (null = DefaultMetrics()).
+  MetricsRegistry* metrics = nullptr;
+};
+
+struct ScanRequest {
+  ListSource source = ListSource::kAll;
+  std::vector<std::string> columns;  // empty = all
+  std::string filter;                // expression language; empty = all rows
+  int64_t offset = 0;
+  std::optional<int64_t> limit;
+};
+
+enum class FlushOutcome { kSealed, kNoop, kFenced };
+
+struct MergeReport {
+  int generations_reclaimed = 0;
+  int64_t rows_merged = 0;
+  uint64_t base_version = 0;  // 0 when no base commit was made
+};
+
+struct StoreObservation {
+  int64_t base_rows = 0;            // live rows in the base table
+  int64_t generation_rows = 0;      // rows in pending generations (may repeat base keys)
+  int64_t fragments = 0;            // base fragments
+  uint64_t version = 0;             // base version
+  int64_t last_updated_micros = 0;  // base version's commit time
+  int64_t pending_generations = 0;  // all shards
+  int64_t unflushed_rows = 0;       // this handle's memtables
+};
+
+class StorageBase {
+ public:
+  // Opens the store at `prefix` ("" or ending in '/'); creates it from options.schema when
+  // missing and `create_if_missing`. Validates the key column against the stored schema.
+  static Result<std::unique_ptr<StorageBase>> Open(std::shared_ptr<ObjectStore> store,
+                                                   std::string prefix, StorageBaseOptions options,
+                                                   bool create_if_missing = true);
+  // Closes (as Close); errors are logged, not lost silently.
+  ~StorageBase();
+  StorageBase(const StorageBase&) = delete;
+  StorageBase& operator=(const StorageBase&) = delete;
+
+  // --- Writes ----------------------------------------------------------------------
+  // Durable on return. Batches are aligned to the store schema (missing nullable columns
+  // become null; a missing required column or a type mismatch is InvalidArgument naming
+  // the column). On Fenced the resident writer is reopened once (one reopen for any number
+  // of concurrent puts that saw the same fence) and the put retried once.
+  Status Put(const std::vector<RecordBatch>& batches);
+  // Tombstones: the keys read as absent until a newer Put.
+  Status DeleteKeys(const std::vector<expr::Scalar>& keys);
+  // Claims this handle's shard now instead of at the first write: opens the resident
+  // writer, which replays the shard's WAL and publishes what it replayed (rows a crashed
+  // writer acknowledged become visible). A no-op when the writer is open.
+  Status OpenWriter();
+  // Seal + wait for publication.
+  Result<FlushOutcome> Flush();
+  // Seals (unless seal_on_close is false) and releases the writer. Idempotent; a later Put
+  // opens a new writer.
+  Status Close();
+
+  // --- Reads -----------------------------------------------------------------------
+  Result<std::vector<RecordBatch>> Scan(const ScanRequest& request) const;
+  // Newest live rows for `keys` (<= 1,024), in the order given, missing keys skipped.
+  Result<RecordBatch> GetMany(const std::vector<expr::Scalar>& keys,
+                              const std::vector<std::string>& columns = {},
+                              ListSource source = ListSource::kAll) const;
+  // Live keys (logical rows), optionally filtered.
+  Result<int64_t> Count(ListSource source = ListSource::kAll, std::string_view filter = {}) const;
+  StoreObservation Observe() const;
+  Result<int64_t> PendingGenerations() const;
+
+  // --- Merge, compaction -------------------------------------------------------------
+  // Count trigger: merge the own shard when merge_after_generations (> 0) are pending.
+  Result<MergeReport> MaybeMerge();
+  // Time trigger: seal first, then merge whatever is pending in the own shard (one pass).
+  Result<MergeReport> Cleanup();
+  // Metadata only: whether MaybeMerge would merge now.
+  Result<bool> CountMergeDue() const;
+  Result<table::CompactionResult> Compact(const table::CompactionOptions& options = {});
+  // Drops base fragments whose files are missing (table::Table::Repair); commits nothing
+  // when nothing is missing.
+  Result<table::RepairReport> Repair();
+
+  // --- Versions ------------------------------------------------------------------------
+  uint64_t version() const;
+  // Pins reads to base version `version` (no generations, no memtable); writes refused.
+  Status Checkout(uint64_t version);
+  // Unpins and moves to the newest base version.
+  Status RefreshLatest();
+  bool pinned() const;
+
+  SchemaPtr schema() const;
+  const std::string& key_column() const;
+  std::string shard_id() const;  // the shard UUID, canonical text
+
+  struct Impl;
+
+ private:
+  explicit StorageBase(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The text every refused read's message starts with (servers map it to 503).
+inline constexpr std::string_view kPendingGenerationsExceeded = "too many pending generations";
+
+}  // namespace strata::store

@@ -1,0 +1,322 @@
+// StorageBase over a small generic schema: newest-wins reads with tombstones and filters,
+// input alignment, open rules, seal_on_put, metrics and batched point reads.
+#include "strata/storage_base.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "store/store_test_util.h"
+#include "strata/builder.h"
+
+namespace strata::store {
+namespace {
+
+class StorageBaseTest : public testing::StoreFixture {
+ protected:
+  static SchemaPtr ItemSchema() {
+    return std::make_shared<Schema>(std::vector<FieldPtr>{
+        field("id", utf8(), false), field("status", utf8(), true), field("n", int64(), true)});
+  }
+
+  Result<std::unique_ptr<StorageBase>> OpenBase(StorageBaseOptions options = {}) {
+    options.schema = ItemSchema();
+    options.key_column = "id";
+    if (options.shard_id.empty()) options.shard_id = "items";
+    return StorageBase::Open(store_, prefix_, std::move(options));
+  }
+
+  static RecordBatch Items(const std::vector<std::tuple<std::string, std::string, int64_t>>& rows,
+                           SchemaPtr schema = ItemSchema()) {
+    auto builder = RecordBatchBuilder::Make(schema);
+    EXPECT_TRUE(builder.ok());
+    for (const auto& [id, status, n] : rows) {
+      EXPECT_TRUE((*builder)->GetAs<BinaryBuilder>(0)->Append(id).ok());
+      EXPECT_TRUE((*builder)->GetAs<BinaryBuilder>(1)->Append(status).ok());
+      (*builder)->GetAs<Int64Builder>(2)->Append(n);
+    }
+    auto batch = (*builder)->Finish();
+    EXPECT_TRUE(batch.ok()) << batch.status();
+    return *batch;
+  }
+
+  // id -> (status, n) of every row a scan returns; fails on a duplicate id.
+  static std::map<std::string, std::pair<std::string, int64_t>> Rows(
+      const std::vector<RecordBatch>& batches) {
+    std::map<std::string, std::pair<std::string, int64_t>> out;
+    for (const RecordBatch& b : batches) {
+      int id = b.schema()->GetFieldIndex("id");
+      int status = b.schema()->GetFieldIndex("status");
+      int n = b.schema()->GetFieldIndex("n");
+      for (int64_t i = 0; i < b.num_rows(); ++i) {
+        std::string key(b.column(id).StringValue(i));
+        EXPECT_FALSE(out.count(key)) << "duplicate row for " << key;
+        out[key] = {status >= 0 ? std::string(b.column(status).StringValue(i)) : "",
+                    n >= 0 ? b.column(n).Value<int64_t>(i) : 0};
+      }
+    }
+    return out;
+  }
+
+  static std::vector<std::string> Keys(
+      const std::map<std::string, std::pair<std::string, int64_t>>& m) {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : m) out.push_back(k);
+    return out;
+  }
+};
+
+TEST_F(StorageBaseTest, NewerRowThatFailsTheFilterStillHidesOlderRows) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
+  ASSERT_OK(base->Put({Items({{"k", "ok", 1}, {"j", "ok", 2}})}));
+  ASSERT_OK(base->Cleanup().status());  // k = ok in the base table
+  ASSERT_OK(base->Put({Items({{"k", "bad", 3}})}));
+  ASSERT_OK(base->Flush().status());  // k = bad in a pending generation
+  ScanRequest ok;
+  ok.filter = "status = 'ok'";
+  ASSERT_OK_AND_ASSIGN(auto filtered, base->Scan(ok));
+  EXPECT_EQ(Keys(Rows(filtered)), std::vector<std::string>{"j"});
+  ASSERT_OK_AND_ASSIGN(auto all, base->Scan({}));
+  auto rows = Rows(all);
+  EXPECT_EQ(rows["k"], std::make_pair(std::string("bad"), int64_t{3}));
+  ASSERT_OK_AND_ASSIGN(int64_t count_ok, base->Count(ListSource::kAll, "status = 'ok'"));
+  EXPECT_EQ(count_ok, 1);
+  // After the merge the base holds the newer row only.
+  ASSERT_OK(base->Cleanup().status());
+  ASSERT_OK_AND_ASSIGN(filtered, base->Scan(ok));
+  EXPECT_EQ(Keys(Rows(filtered)), std::vector<std::string>{"j"});
+  int64_t raw = base->Observe().base_rows;
+  EXPECT_EQ(raw, 2);
+}
+
+TEST_F(StorageBaseTest, TombstonesHideKeysUntilANewerPut) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
+  ASSERT_OK(base->Put({Items({{"a", "x", 1}, {"b", "x", 2}, {"c", "x", 3}})}));
+  ASSERT_OK(base->Cleanup().status());
+  ASSERT_OK(base->DeleteKeys({expr::Scalar::String("a"), expr::Scalar::String("b")}));
+  ASSERT_OK(base->Flush().status());
+  ASSERT_OK_AND_ASSIGN(auto after_delete, base->Scan({}));
+  EXPECT_EQ(Keys(Rows(after_delete)), std::vector<std::string>{"c"});
+  ASSERT_OK_AND_ASSIGN(RecordBatch got, base->GetMany({expr::Scalar::String("a")}));
+  EXPECT_EQ(got.num_rows(), 0);
+  ASSERT_OK(base->Put({Items({{"b", "back", 4}})}));
+  ASSERT_OK(base->Flush().status());
+  ASSERT_OK_AND_ASSIGN(auto resurrected, base->Scan({}));
+  EXPECT_EQ(Keys(Rows(resurrected)), (std::vector<std::string>{"b", "c"}));
+  ASSERT_OK(base->Cleanup().status());
+  ASSERT_OK_AND_ASSIGN(auto merged, base->Scan({}));
+  EXPECT_EQ(Keys(Rows(merged)), (std::vector<std::string>{"b", "c"}));
+  int64_t raw = base->Observe().base_rows;
+  EXPECT_EQ(raw, 2) << "the merge deleted a's base row";
+}
+
+TEST_F(StorageBaseTest, ProjectionLimitAndOffsetApplyAfterDeduplication) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
+  ASSERT_OK(base->Put({Items({{"a", "old", 1}, {"b", "old", 2}, {"c", "old", 3}})}));
+  ASSERT_OK(base->Cleanup().status());
+  ASSERT_OK(base->Put({Items({{"a", "new", 10}, {"b", "new", 20}})}));
+  ASSERT_OK(base->Flush().status());
+  std::set<std::string> seen;
+  for (int64_t offset = 0; offset < 4; ++offset) {
+    ScanRequest page;
+    page.columns = {"n"};
+    page.offset = offset;
+    page.limit = 1;
+    ASSERT_OK_AND_ASSIGN(auto batches, base->Scan(page));
+    int64_t rows = 0;
+    for (const auto& b : batches) {
+      EXPECT_EQ(b.num_columns(), 1);
+      for (int64_t i = 0; i < b.num_rows(); ++i)
+        seen.insert(std::to_string(b.column(0).Value<int64_t>(i)));
+      rows += b.num_rows();
+    }
+    EXPECT_EQ(rows, offset < 3 ? 1 : 0);
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"10", "20", "3"}));
+}
+
+TEST_F(StorageBaseTest, GetManyKeepsTheOrderAskedSkippingMissingAndRepeatedKeys) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
+  ASSERT_OK(base->Put({Items({{"a", "x", 1}, {"b", "x", 2}})}));
+  ASSERT_OK(base->Cleanup().status());
+  ASSERT_OK(base->Put({Items({{"c", "x", 3}, {"a", "y", 4}})}));
+  ASSERT_OK(base->Flush().status());
+  ASSERT_OK_AND_ASSIGN(RecordBatch got,
+                       base->GetMany({expr::Scalar::String("c"), expr::Scalar::String("zz"),
+                                      expr::Scalar::String("a"), expr::Scalar::String("c"),
+                                      expr::Scalar::String("b")},
+                                     {"id", "n"}));
+  ASSERT_EQ(got.num_rows(), 3);
+  EXPECT_EQ(got.column(0).StringValue(0), "c");
+  EXPECT_EQ(got.column(0).StringValue(1), "a");
+  EXPECT_EQ(got.column(1).Value<int64_t>(1), 4);
+  EXPECT_EQ(got.column(0).StringValue(2), "b");
+  std::vector<expr::Scalar> too_many(1025, expr::Scalar::String("a"));
+  auto refused = base->GetMany(too_many);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(StorageBaseTest, PutAlignsBatchesAndRejectsBadOnesWritingNothing) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
+  // Missing nullable columns become null.
+  auto id_only = std::make_shared<Schema>(std::vector<FieldPtr>{field("id", utf8(), false)});
+  auto builder = RecordBatchBuilder::Make(id_only);
+  ASSERT_OK((*builder)->GetAs<BinaryBuilder>(0)->Append("partial"));
+  ASSERT_OK_AND_ASSIGN(RecordBatch partial, (*builder)->Finish());
+  ASSERT_OK(base->Put({partial}));
+  // A type mismatch names the column.
+  auto wrong = std::make_shared<Schema>(
+      std::vector<FieldPtr>{field("id", utf8(), false), field("n", utf8(), true)});
+  auto wb = RecordBatchBuilder::Make(wrong);
+  ASSERT_OK((*wb)->GetAs<BinaryBuilder>(0)->Append("w"));
+  ASSERT_OK((*wb)->GetAs<BinaryBuilder>(1)->Append("not a number"));
+  ASSERT_OK_AND_ASSIGN(RecordBatch mismatched, (*wb)->Finish());
+  Status bad = base->Put({Items({{"good", "x", 1}}), mismatched});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("'n'"), std::string::npos) << bad;
+  // A missing required column.
+  auto no_id = std::make_shared<Schema>(std::vector<FieldPtr>{field("n", int64(), true)});
+  auto nb = RecordBatchBuilder::Make(no_id);
+  (*nb)->GetAs<Int64Builder>(0)->Append(1);
+  ASSERT_OK_AND_ASSIGN(RecordBatch keyless, (*nb)->Finish());
+  Status missing = base->Put({keyless});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("'id'"), std::string::npos) << missing;
+  ASSERT_OK(base->Flush().status());
+  ASSERT_OK_AND_ASSIGN(auto rows, base->Scan({}));
+  EXPECT_EQ(Keys(Rows(rows)), std::vector<std::string>{"partial"}) << "a rejected put wrote rows";
+}
+
+TEST_F(StorageBaseTest, OpenValidatesTheKeyColumnAndCreateIfMissing) {
+  StorageBaseOptions options;
+  options.schema = ItemSchema();
+  options.key_column = "missing";
+  auto bad = StorageBase::Open(store_, prefix_, options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("key column 'missing' is not present"), std::string::npos);
+  options.key_column = "id";
+  auto absent = StorageBase::Open(store_, prefix_, options, /*create_if_missing=*/false);
+  ASSERT_FALSE(absent.ok());
+  EXPECT_EQ(absent.status().code(), StatusCode::kNotFound);
+  ASSERT_OK(StorageBase::Open(store_, prefix_, options).status());
+  ASSERT_OK(StorageBase::Open(store_, prefix_, options, false).status());
+  options.key_column = "status";
+  auto not_key = StorageBase::Open(store_, prefix_, options);
+  ASSERT_FALSE(not_key.ok());
+  EXPECT_EQ(not_key.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(StorageBaseTest, SealOnPutMakesRowsVisibleOnReturn) {
+  StorageBaseOptions options;
+  options.seal_on_put = true;
+  ASSERT_OK_AND_ASSIGN(auto writer, OpenBase(options));
+  ASSERT_OK_AND_ASSIGN(auto reader, OpenBase({.shard_id = "reader"}));
+  ASSERT_OK(writer->Put({Items({{"v", "x", 1}})}));
+  ASSERT_OK_AND_ASSIGN(auto rows, reader->Scan({}));
+  EXPECT_EQ(Keys(Rows(rows)), std::vector<std::string>{"v"});
+}
+
+TEST_F(StorageBaseTest, WithoutSealOnCloseRowsWaitInTheWalForTheNextWriter) {
+  {
+    StorageBaseOptions options;
+    options.seal_on_close = false;
+    ASSERT_OK_AND_ASSIGN(auto writer, OpenBase(options));
+    ASSERT_OK(writer->Put({Items({{"w", "x", 1}})}));
+    ASSERT_OK(writer->Close());
+  }
+  ASSERT_OK_AND_ASSIGN(auto reader, OpenBase({.shard_id = "reader"}));
+  ASSERT_OK_AND_ASSIGN(int64_t before, reader->Count());
+  EXPECT_EQ(before, 0) << "closing without a seal must not publish the rows";
+  ASSERT_OK_AND_ASSIGN(auto next, OpenBase());
+  ASSERT_OK(next->OpenWriter());  // replays the WAL and publishes what it replayed
+  ASSERT_OK_AND_ASSIGN(int64_t after, reader->Count());
+  EXPECT_EQ(after, 1);
+}
+
+TEST_F(StorageBaseTest, MetricsRecordPutsAndFlushOutcomes) {
+  MetricsRegistry registry;
+  StorageBaseOptions options;
+  options.metrics = &registry;
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase(options));
+  ASSERT_OK(base->Flush().status());
+  ASSERT_OK(base->Put({Items({{"m", "x", 1}})}));
+  ASSERT_OK(base->Flush().status());
+  std::string text = registry.ExposePrometheus();
+  EXPECT_NE(text.find("strata_add_duration_seconds_count 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("strata_flush_duration_seconds_count{outcome=\"noop\"} 1"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("strata_flush_duration_seconds_count{outcome=\"sealed\"} 1"),
+            std::string::npos)
+      << text;
+  ASSERT_OK(base->Cleanup().status());
+  text = registry.ExposePrometheus();
+  EXPECT_NE(text.find("strata_wal_merge_duration_seconds_count{phase=\"commit\"} 1"),
+            std::string::npos)
+      << text;
+}
+
+TEST_F(StorageBaseTest, LogicalCountMatchesDistinctKeysAcrossMergesAndReappends) {
+  StorageBaseOptions options;
+  options.merge_after_generations = 10;
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase(options));
+  for (int i = 0; i < 30; ++i) {
+    // Every third put re-appends an earlier key.
+    std::string id = i % 3 == 2 ? fmt::format("k{:02}", i - 2) : fmt::format("k{:02}", i);
+    ASSERT_OK(base->Put({Items({{id, "x", i}})}));
+    ASSERT_OK(base->Flush().status());
+    ASSERT_OK(base->MaybeMerge().status());
+  }
+  ASSERT_OK_AND_ASSIGN(int64_t logical, base->Count());
+  EXPECT_EQ(logical, 20);
+  ASSERT_OK(base->Cleanup().status());
+  int64_t raw = base->Observe().base_rows;
+  EXPECT_EQ(raw, 20) << "the base table must never hold two live rows of one key";
+}
+
+TEST_F(StorageBaseTest, ConcurrentPutsThatSeeOneFenceReopenTheWriterOnce) {
+  ASSERT_OK_AND_ASSIGN(auto first, OpenBase());
+  ASSERT_OK(first->Put({Items({{"before", "x", 0}})}));
+  ASSERT_OK_AND_ASSIGN(auto second, OpenBase());
+  ASSERT_OK(second->OpenWriter());  // claims the shard: first's writer is fenced
+  const uint64_t fenced_at = Manifest("items").writer_epoch();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      if (!first->Put({Items({{fmt::format("t{}", i), "x", i}})}).ok()) ++failures;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(Manifest("items").writer_epoch(), fenced_at + 1)
+      << "eight puts that saw one fence must reopen the writer exactly once";
+  ASSERT_OK(first->Close());
+  ASSERT_OK(second->Close());
+  ASSERT_OK_AND_ASSIGN(auto reader, OpenBase({.shard_id = "reader"}));
+  ASSERT_OK_AND_ASSIGN(auto rows, reader->Scan({}));
+  EXPECT_EQ(Rows(rows).size(), 9u);
+}
+
+TEST_F(StorageBaseTest, AVanishedGenerationFailsTheReadInsteadOfReturningPartialRows) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
+  ASSERT_OK(base->Put({Items({{"a", "x", 1}})}));
+  ASSERT_OK(base->Flush().status());
+  ASSERT_OK(base->Put({Items({{"b", "x", 2}})}));
+  ASSERT_OK(base->Flush().status());
+  // Remove the first generation's data behind the store's back (never drained).
+  lsm::pb::ShardManifest manifest = Manifest("items");
+  ASSERT_EQ(manifest.generations_size(), 2);
+  std::filesystem::remove_all(dir_.path() / (lsm::ShardDir(prefix_, lsm::DeriveShardId("items")) +
+                                             manifest.generations(0).path() + "data"));
+  ASSERT_OK_AND_ASSIGN(auto fresh, OpenBase({.shard_id = "reader"}));
+  auto scanned = fresh->Scan({});
+  ASSERT_FALSE(scanned.ok()) << "a read returned " << scanned->size() << " batches";
+  EXPECT_EQ(scanned.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace strata::store
