@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "arrow_commands.h"
+#include "rollout_commands.h"
 #include "table_commands.h"
 
 int main(int argc, char** argv) {
@@ -11,6 +12,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   strata::cli::AddArrowCommands(app, &exit_code);
   strata::cli::AddTableCommands(app, &exit_code);
+  strata::cli::AddRolloutCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

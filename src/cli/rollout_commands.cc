@@ -1,0 +1,637 @@
+// `strata rollout add | list | get | trajectory | blob | flush | merge | compact | stats`: a
+// rollout store (include/strata/rollout_store.h, the store at the root of a local directory)
+// from the command line.
+#include "rollout_commands.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli_common.h"
+#include "strata/json.h"
+#include "strata/object_store.h"
+#include "strata/rollout_store.h"
+#include "strata/table.h"
+#include "table_cli.h"
+
+namespace strata::cli {
+namespace {
+
+using store::RolloutRecord;
+using store::RolloutStore;
+
+std::string ShardName(const std::string& shard) { return shard.empty() ? "default" : shard; }
+
+// The rollout store in local directory `dir` (prefix ""), writing as shard `shard`. Without
+// `create`, NotFound (and nothing created) when `dir` is not a directory or holds no store.
+Result<std::unique_ptr<RolloutStore>> OpenStore(const std::string& dir, const std::string& shard,
+                                                bool create = false, bool sync = true,
+                                                bool seal_on_close = true) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  bool exists = fs::exists(dir, ec);
+  if (exists && !fs::is_directory(dir, ec)) {
+    return Status::InvalidArgument(fmt::format("'{}' exists and is not a directory", dir));
+  }
+  if (!exists && !create) {
+    return Status::NotFound(fmt::format("no rollout store at '{}': not a directory", dir));
+  }
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> objects,
+                          OpenLocalObjectStore(dir, {.sync = sync}));
+  STRATA_ASSIGN_OR_RETURN(bool has_table, table::Table::Exists(*objects, ""));
+  if (!has_table) {
+    if (!create) return Status::NotFound(fmt::format("no rollout store at '{}'", dir));
+    // Like `table create`: a store is only made in a new or empty directory.
+    if (exists && !fs::is_empty(dir, ec)) {
+      return Status::AlreadyExists(fmt::format(
+          "'{}' is not empty (and holds no rollout store); add to a new or empty directory", dir));
+    }
+  }
+  store::RolloutStoreOptions options;
+  options.base.shard_id = shard;
+  options.base.seal_on_close = seal_on_close;
+  Result<std::unique_ptr<RolloutStore>> opened =
+      RolloutStore::Open(std::move(objects), "", std::move(options), create);
+  if (!opened.ok()) {
+    // The schema checks at open refuse a table of another schema (e.g. `strata table create`).
+    bool foreign = has_table && opened.status().code() == StatusCode::kInvalidArgument;
+    return opened.status().WithContext(foreign ? fmt::format("{}: not a rollout store", dir) : dir);
+  }
+  return opened;
+}
+
+Result<store::ListSource> ParseSource(const std::string& text) {
+  if (text == "all") return store::ListSource::kAll;
+  if (text == "wal") return store::ListSource::kWal;
+  if (text == "fragments") return store::ListSource::kFragments;
+  return Status::InvalidArgument(
+      fmt::format("unknown source '{}': expected all, wal or fragments", text));
+}
+
+// --- Rows out ------------------------------------------------------------------------------
+
+// The rollout schema without binary_payload: what list, get and trajectory print.
+const SchemaPtr& NonBlobSchema() {
+  static const SchemaPtr schema = [] {
+    std::vector<FieldPtr> fields;
+    for (const FieldPtr& f : store::RolloutSchema()->fields()) {
+      if (f->name() != "binary_payload") fields.push_back(f);
+    }
+    return std::make_shared<Schema>(std::move(fields));
+  }();
+  return schema;
+}
+
+// The printed columns: every non-blob column, or the --columns list checked against them.
+Result<std::vector<int>> ColumnIndices(const std::string& columns) {
+  std::vector<std::string> names = SplitColumns(columns);
+  std::vector<int> out;
+  if (names.empty()) {
+    for (int i = 0; i < NonBlobSchema()->num_fields(); ++i) out.push_back(i);
+    return out;
+  }
+  for (const std::string& name : names) {
+    int i = NonBlobSchema()->GetFieldIndex(name);
+    if (i >= 0) {
+      out.push_back(i);
+    } else if (name == "binary_payload") {
+      return Status::InvalidArgument(
+          "--columns: binary_payload is not printed with rows; read it with `strata rollout blob`");
+    } else {
+      return Status::InvalidArgument(
+          fmt::format("--columns: the rollout schema has no column '{}'", name));
+    }
+  }
+  return out;
+}
+
+bool TableFormat(const RowOutputOptions& output) {
+  if (!output.format.empty()) return output.format == "table";
+  return ::isatty(STDOUT_FILENO) == 1;
+}
+
+// Prints records through a RowPrinter, projected to `columns`.
+class RecordPrinter {
+ public:
+  RecordPrinter(const RowOutputOptions& output, std::vector<int> columns)
+      : columns_(std::move(columns)), printer_(output, *NonBlobSchema()->Project(columns_)) {}
+
+  Status Add(const std::vector<RolloutRecord>& records) {
+    if (records.empty()) return Status::OK();
+    STRATA_ASSIGN_OR_RETURN(RecordBatch batch,
+                            store::EncodeRolloutRecords(records, NonBlobSchema()));
+    STRATA_ASSIGN_OR_RETURN(RecordBatch projected, batch.Project(columns_));
+    return printer_.Add(projected);
+  }
+  Status Finish() { return printer_.Finish(); }
+
+ private:
+  std::vector<int> columns_;
+  RowPrinter printer_;
+};
+
+// --- add -----------------------------------------------------------------------------------
+
+struct AddOptions {
+  std::string dir;
+  std::vector<std::string> files;
+  std::string shard;
+  bool flush = false;
+  bool nosync = false;
+  bool ignore_unknown_fields = false;
+};
+
+// Required columns that get a value when the input leaves them out (or null), as the
+// reference server does: problem_id = rollout_id, sequence_order = 0, role = "assistant",
+// created_at = now, content_type = "text/plain".
+constexpr std::string_view kDefaultedColumns[] = {"problem_id", "sequence_order", "role",
+                                                  "created_at", "content_type"};
+
+// The rollout schema with the defaulted columns nullable, so the JSON reader lets them be
+// missing; id and rollout_id stay required.
+SchemaPtr AddInputSchema() {
+  std::vector<FieldPtr> fields = store::RolloutSchema()->fields();
+  for (FieldPtr& f : fields) {
+    for (std::string_view name : kDefaultedColumns) {
+      if (f->name() == name) f = f->WithNullable(true);
+    }
+  }
+  return std::make_shared<Schema>(std::move(fields));
+}
+
+// Reads one JSON lines input into records with the defaults filled in; InvalidArgument
+// (naming the row) for a value that does not fit or an empty id, rollout_id or problem_id.
+Status ReadRecords(const std::string& path, const SchemaPtr& schema, bool ignore_unknown,
+                   int64_t now_micros, std::vector<RolloutRecord>* out) {
+  FILE* in = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (in == nullptr) return Status::NotFound(fmt::format("cannot open '{}'", path));
+  std::unique_ptr<FILE, int (*)(FILE*)> closer(in == stdin ? nullptr : in, &std::fclose);
+  std::error_code ec;
+  int64_t total = path == "-" ? -1 : static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  int64_t bytes_read = 0;
+  json::JsonLinesReader::ChunkSource source = [in, &bytes_read](char* dst,
+                                                                size_t cap) -> Result<size_t> {
+    size_t n = std::fread(dst, 1, cap, in);
+    if (n == 0 && std::ferror(in)) return Status::IOError("reading the JSON input failed");
+    bytes_read += static_cast<int64_t>(n);
+    return n;
+  };
+  json::JsonReadOptions options{.ignore_unknown_fields = ignore_unknown, .batch_rows = 8192};
+  STRATA_ASSIGN_OR_RETURN(auto reader, json::JsonLinesReader::Make(schema, source, options));
+  const int problem_id = schema->GetFieldIndex("problem_id");
+  const int created_at = schema->GetFieldIndex("created_at");
+  Progress progress(fmt::format("reading {}", path), total);
+  int64_t rows = 0;
+  Status status = [&]() -> Status {
+    while (true) {
+      STRATA_ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, reader->Next());
+      if (!batch) return Status::OK();
+      // Decoding leaves a null required column at the record's default (sequence_order 0,
+      // role "assistant", content_type "text/plain"); the other two depend on the row.
+      STRATA_ASSIGN_OR_RETURN(std::vector<RolloutRecord> records,
+                              store::DecodeRolloutRecords(*batch));
+      for (int64_t i = 0; i < batch->num_rows(); ++i) {
+        RolloutRecord& r = records[i];
+        ++rows;
+        if (batch->column(problem_id).IsNull(i)) r.problem_id = r.rollout_id;
+        if (batch->column(created_at).IsNull(i)) r.created_at_micros = now_micros;
+        for (auto [name, value] : {std::pair<const char*, const std::string*>{"id", &r.id},
+                                   {"rollout_id", &r.rollout_id},
+                                   {"problem_id", &r.problem_id}}) {
+          if (value->empty()) {
+            return Status::InvalidArgument(
+                fmt::format("record {}{}: '{}' must not be empty", rows,
+                            r.id.empty() ? std::string() : fmt::format(" (id '{}')", r.id), name));
+          }
+        }
+        out->push_back(std::move(r));
+      }
+      progress.Update(rows, bytes_read);
+    }
+  }();
+  progress.Finish();
+  return status;
+}
+
+Status RunAdd(const AddOptions& opt) {
+  // Every input is read and checked before the store is opened, so bad input writes nothing
+  // (and creates no store).
+  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  SchemaPtr schema = AddInputSchema();
+  std::vector<std::string> files = opt.files.empty() ? std::vector<std::string>{"-"} : opt.files;
+  std::vector<RolloutRecord> records;
+  for (const std::string& path : files) {
+    Status s = ReadRecords(path, schema, opt.ignore_unknown_fields, now, &records);
+    if (!s.ok()) return s.WithContext(path == "-" ? "stdin" : path);
+  }
+  if (records.empty()) return WriteStdout("no rows to add\n");
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts,
+                          OpenStore(opt.dir, opt.shard, /*create=*/true, /*sync=*/!opt.nosync,
+                                    /*seal_on_close=*/opt.flush));
+  Result<uint64_t> added = rollouts->Add(records);
+  if (!added.ok()) return added.status().WithContext(opt.dir);
+  const std::string shard = ShardName(opt.shard);
+  if (opt.flush) {
+    Result<store::FlushOutcome> flushed = rollouts->Flush();
+    if (!flushed.ok()) return flushed.status().WithContext(opt.dir);
+    if (*flushed == store::FlushOutcome::kFenced) {
+      return Status::Fenced(fmt::format(
+          "{}: the {} rows are durable, but another writer claimed shard '{}' before they were "
+          "published; they become visible when that writer flushes (or run `strata rollout "
+          "flush`)",
+          opt.dir, records.size(), shard));
+    }
+    STRATA_RETURN_IF_ERROR(WriteStdout(
+        fmt::format("added {} rows to shard '{}', flushed: visible now\n", records.size(), shard)));
+    return std::fflush(stdout) == 0 ? Status::OK() : Status::IOError("writing to stdout failed");
+  }
+  STRATA_RETURN_IF_ERROR(WriteStdout(fmt::format(
+      "added {} rows to shard '{}' (durable; visible after `strata rollout flush` or `strata "
+      "rollout merge`)\n",
+      records.size(), shard)));
+  // The store was opened with seal_on_close off: closing leaves the rows in the shard's WAL,
+  // and the shard's next writer (flush, merge, the next add) replays and publishes them.
+  Status closed = rollouts->Close();
+  if (!closed.ok()) return closed.WithContext(opt.dir);
+  return std::fflush(stdout) == 0 ? Status::OK() : Status::IOError("writing to stdout failed");
+}
+
+// --- list / get / trajectory / blob --------------------------------------------------------
+
+struct ListOptions {
+  std::string dir;
+  std::string filter;
+  int64_t limit = 100;
+  int64_t offset = 0;
+  std::string source = "all";
+  std::string columns;
+  RowOutputOptions output;
+};
+
+Status RunList(const ListOptions& opt) {
+  store::RolloutFilters filters;
+  if (!opt.filter.empty()) {
+    Result<store::RolloutFilters> parsed = store::RolloutFilters::FromJson(opt.filter);
+    if (!parsed.ok()) return parsed.status().WithContext("--filter");
+    filters = *std::move(parsed);
+  }
+  STRATA_ASSIGN_OR_RETURN(store::ListSource source, ParseSource(opt.source));
+  STRATA_ASSIGN_OR_RETURN(std::vector<int> columns, ColumnIndices(opt.columns));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, ""));
+  Result<store::RolloutPage> page = rollouts->ListFiltered(filters, opt.limit, opt.offset, source);
+  if (!page.ok()) return page.status().WithContext(opt.dir);
+  RecordPrinter printer(opt.output, std::move(columns));
+  STRATA_RETURN_IF_ERROR(printer.Add(page->records));
+  STRATA_RETURN_IF_ERROR(printer.Finish());
+  if (!page->has_more) return Status::OK();
+  const int64_t next = opt.offset + static_cast<int64_t>(page->records.size());
+  if (TableFormat(opt.output)) {
+    return WriteStdout(fmt::format("(more rows follow: --offset {})\n", next));
+  }
+  std::fprintf(stderr, "strata: more rows follow: --offset %lld\n", static_cast<long long>(next));
+  return Status::OK();
+}
+
+struct GetOptions {
+  std::string dir;
+  std::vector<std::string> ids;
+  std::string columns;
+  RowOutputOptions output;
+};
+
+Status RunGet(const GetOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<int> columns, ColumnIndices(opt.columns));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, ""));
+  // Rows in the order the ids were given; the others are still printed when one is missing.
+  RecordPrinter printer(opt.output, std::move(columns));
+  std::vector<std::string> missing;
+  for (const std::string& id : opt.ids) {
+    Result<std::optional<RolloutRecord>> record = rollouts->GetById(id);
+    if (!record.ok()) return record.status().WithContext(opt.dir);
+    if (!*record) {
+      missing.push_back(fmt::format("'{}'", id));
+      continue;
+    }
+    STRATA_RETURN_IF_ERROR(printer.Add({**record}));
+  }
+  STRATA_RETURN_IF_ERROR(printer.Finish());
+  if (!missing.empty()) {
+    return Status::NotFound(
+        fmt::format("no visible row with id {} in {}", fmt::join(missing, ", "), opt.dir));
+  }
+  return Status::OK();
+}
+
+struct TrajectoryOptions {
+  std::string dir;
+  std::string rollout_id;
+  std::string columns;
+  RowOutputOptions output;
+};
+
+Status RunTrajectory(const TrajectoryOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<int> columns, ColumnIndices(opt.columns));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, ""));
+  Result<std::vector<RolloutRecord>> records = rollouts->GetTrajectory(opt.rollout_id);
+  if (!records.ok()) return records.status().WithContext(opt.dir);
+  RecordPrinter printer(opt.output, std::move(columns));
+  STRATA_RETURN_IF_ERROR(printer.Add(*records));
+  STRATA_RETURN_IF_ERROR(printer.Finish());
+  if (records->empty()) {
+    return Status::NotFound(
+        fmt::format("no visible rows with rollout_id '{}' in {}", opt.rollout_id, opt.dir));
+  }
+  return Status::OK();
+}
+
+struct BlobOptions {
+  std::string dir;
+  std::string id;
+  std::string output;
+};
+
+Status RunBlob(const BlobOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, ""));
+  Result<std::optional<std::string>> blob = rollouts->GetBlob(opt.id);
+  if (!blob.ok()) return blob.status().WithContext(opt.dir);
+  if (!*blob) {
+    // GetBlob does not tell a missing row from a row without a payload; the message does.
+    Result<std::optional<RolloutRecord>> row = rollouts->GetById(opt.id);
+    if (!row.ok()) return row.status().WithContext(opt.dir);
+    if (!*row)
+      return Status::NotFound(fmt::format("no visible row with id '{}' in {}", opt.id, opt.dir));
+    return Status::NotFound(fmt::format("row '{}' has no binary_payload", opt.id));
+  }
+  const std::string& bytes = **blob;
+  if (opt.output.empty()) {
+    STRATA_RETURN_IF_ERROR(WriteStdout(bytes));
+    return std::fflush(stdout) == 0 ? Status::OK() : Status::IOError("writing to stdout failed");
+  }
+  {
+    std::ofstream out(opt.output, std::ios::binary | std::ios::trunc);
+    if (!out) return Status::IOError(fmt::format("cannot create '{}'", opt.output));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) return Status::IOError(fmt::format("writing '{}' failed", opt.output));
+  }
+  std::fprintf(stderr, "wrote %zu bytes to %s\n", bytes.size(), opt.output.c_str());
+  return Status::OK();
+}
+
+// --- flush / merge / compact / stats -------------------------------------------------------
+
+struct FlushOptions {
+  std::string dir;
+  std::string shard;
+};
+
+Status RunFlush(const FlushOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, opt.shard));
+  const std::string shard = ShardName(opt.shard);
+  store::RolloutObservation before = rollouts->Observe();
+  // Opening the writer claims the shard, replays its WAL (rows added without --flush) and
+  // publishes what it replayed; the flush seals anything left.
+  Status opened = rollouts->base().OpenWriter();
+  if (!opened.ok()) return opened.WithContext(opt.dir);
+  Result<store::FlushOutcome> flushed = rollouts->Flush();
+  if (!flushed.ok()) return flushed.status().WithContext(opt.dir);
+  if (*flushed == store::FlushOutcome::kFenced) {
+    return Status::Fenced(
+        fmt::format("{}: another writer claimed shard '{}' while flushing; run the flush again",
+                    opt.dir, shard));
+  }
+  store::RolloutObservation after = rollouts->Observe();
+  const int64_t generations = after.pending_generations - before.pending_generations;
+  const int64_t rows = after.row_count - before.row_count;
+  if (generations <= 0) {
+    return WriteStdout(fmt::format("nothing to flush in shard '{}'; {} generations pending\n",
+                                   shard, after.pending_generations));
+  }
+  return WriteStdout(fmt::format(
+      "flushed shard '{}': {} rows now visible in {} new generations; {} generations pending\n",
+      shard, rows, generations, after.pending_generations));
+}
+
+struct MergeOptions {
+  std::string dir;
+  std::string shard;
+  bool all = false;
+};
+
+Status RunMerge(const MergeOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, opt.shard));
+  const std::string shard = ShardName(opt.shard);
+  // Merging needs the shard's writer (only the owner merges); opening it also publishes rows
+  // still in the WAL, so they are merged too.
+  Status opened = rollouts->base().OpenWriter();
+  if (!opened.ok()) return opened.WithContext(opt.dir);
+  int generations = 0;
+  int64_t rows = 0;
+  uint64_t version = 0;
+  int passes = 0;
+  while (true) {
+    // One pass folds at most merge_max_generations (8) generations in one base commit.
+    Result<store::MergeReport> report = rollouts->Cleanup();
+    if (!report.ok()) return report.status().WithContext(opt.dir);
+    if (report->generations_reclaimed == 0) break;
+    ++passes;
+    generations += report->generations_reclaimed;
+    rows += report->rows_merged;
+    if (report->base_version != 0) version = report->base_version;
+    if (!opt.all) break;
+  }
+  Result<int64_t> pending = rollouts->PendingGenerations();
+  if (!pending.ok()) return pending.status().WithContext(opt.dir);
+  std::string out =
+      generations == 0
+          ? fmt::format("nothing to merge in shard '{}'; version {} unchanged\n", shard,
+                        rollouts->version())
+          : fmt::format("merged {} generations ({} rows) of shard '{}'{} -> version {}\n",
+                        generations, rows, shard,
+                        passes > 1 ? fmt::format(" in {} passes", passes) : std::string(),
+                        version != 0 ? version : rollouts->version());
+  if (*pending > 0) {
+    // PendingGenerations counts every shard; other shards are merged with --shard.
+    out += fmt::format("{} generations still pending in the store's shards{}\n", *pending,
+                       opt.all ? "" : " (--all merges this shard until it has none)");
+  }
+  return WriteStdout(out);
+}
+
+struct CompactOptions {
+  std::string dir;
+  int64_t target_rows = table::CompactionOptions{}.target_rows_per_fragment;
+  int max_source_fragments = table::CompactionOptions{}.max_source_fragments;
+};
+
+Status RunCompact(const CompactOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, ""));
+  RowProgress progress("compacting");
+  table::CompactionOptions options{.target_rows_per_fragment = opt.target_rows,
+                                   .max_source_fragments = opt.max_source_fragments,
+                                   .progress = progress.Callback()};
+  Result<table::CompactionResult> result = rollouts->Compact(options);
+  progress.Finish();
+  if (!result.ok()) return result.status().WithContext(opt.dir);
+  const table::CompactionResult& r = *result;
+  if (r.version == 0) {
+    return WriteStdout(
+        fmt::format("nothing to compact; version {} unchanged\n", rollouts->version()));
+  }
+  return WriteStdout(fmt::format(
+      "compacted {} fragments into {} ({} rows written; read {}, wrote {}) -> version {}\n",
+      r.fragments_removed, r.fragments_added, r.rows_written, FormatBytes(r.bytes_read),
+      FormatBytes(r.bytes_written), r.version));
+}
+
+struct StatsOptions {
+  std::string dir;
+  RowOutputOptions output;
+};
+
+Status RunStats(const StatsOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, ""));
+  store::RolloutObservation o = rollouts->Observe();
+  // One row, printed like any other (JSON line or aligned table).
+  SchemaPtr schema =
+      strata::schema({field("rows", int64()), field("fragments", int64()),
+                      field("version", uint64()), field("last_updated", timestamp_us()),
+                      field("pending_generations", int64()), field("unflushed_rows", int64())});
+  STRATA_ASSIGN_OR_RETURN(
+      RecordBatch row,
+      json::RowsToBatch(schema,
+                        fmt::format(R"({{"rows":{},"fragments":{},"version":{},)"
+                                    R"("last_updated":{},"pending_generations":{},)"
+                                    R"("unflushed_rows":{}}})",
+                                    o.row_count, o.fragment_count, o.version, o.last_updated_micros,
+                                    o.pending_generations, o.unflushed_rows)));
+  RowPrinter printer(opt.output, schema);
+  STRATA_RETURN_IF_ERROR(printer.Add(row));
+  return printer.Finish();
+}
+
+}  // namespace
+
+void AddRolloutCommands(CLI::App& app, int* exit_code) {
+  CLI::App* group = app.add_subcommand(
+      "rollout", "Add, read and merge RL rollouts in a rollout store in a local directory");
+  group->require_subcommand(1);
+  constexpr const char* kDirHelp = "Rollout store directory";
+  constexpr const char* kShardHelp = "Writer identity (shard); default: \"default\"";
+  constexpr const char* kColumnsHelp = "Comma-separated columns to print";
+
+  auto add = std::make_shared<AddOptions>();
+  CLI::App* add_cmd = group->add_subcommand(
+      "add",
+      "Add rows from JSON lines (durable on return, visible after a flush); nothing is "
+      "written on bad input");
+  add_cmd->add_option("DIR", add->dir, "Rollout store directory (created if missing)")->required();
+  add_cmd->add_option("FILE", add->files, "JSON lines inputs ('-' or none for stdin)");
+  add_cmd->add_option("--shard", add->shard, kShardHelp);
+  add_cmd->add_flag("--flush", add->flush, "Seal the rows so they are visible on return");
+  add_cmd->add_flag("--nosync", add->nosync,
+                    "Do not fsync: the rows survive this process, not a machine crash");
+  add_cmd->add_flag("--ignore-unknown-fields", add->ignore_unknown_fields,
+                    "Skip keys that are not rollout columns");
+  add_cmd->callback([add, exit_code] { *exit_code = Finish(RunAdd(*add)); });
+
+  auto list = std::make_shared<ListOptions>();
+  CLI::App* list_cmd = group->add_subcommand("list", "Print one page of rows in id order");
+  list_cmd->add_option("DIR", list->dir, kDirHelp)->required();
+  list_cmd->add_option("--filter", list->filter,
+                       "JSON object of equality filters, e.g. '{\"rollout_id\": \"r1\"}'");
+  list_cmd->add_option("--limit", list->limit, "Page size")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  list_cmd->add_option("--offset", list->offset, "Skip this many matching rows first")
+      ->check(CLI::NonNegativeNumber);
+  list_cmd
+      ->add_option("--source", list->source,
+                   "all (base + pending generations), wal (pending generations) or fragments "
+                   "(merged rows only)")
+      ->check(CLI::IsMember({"all", "wal", "fragments"}))
+      ->capture_default_str();
+  list_cmd->add_option("--columns", list->columns, kColumnsHelp);
+  AddRowOutputOptions(list_cmd, &list->output);
+  list_cmd->callback([list, exit_code] { *exit_code = Finish(RunList(*list)); });
+
+  auto get = std::make_shared<GetOptions>();
+  CLI::App* get_cmd =
+      group->add_subcommand("get", "Print the rows with these ids (exit 1 when an id is missing)");
+  get_cmd->add_option("DIR", get->dir, kDirHelp)->required();
+  get_cmd->add_option("ID", get->ids, "Row ids")->required();
+  get_cmd->add_option("--columns", get->columns, kColumnsHelp);
+  AddRowOutputOptions(get_cmd, &get->output);
+  get_cmd->callback([get, exit_code] { *exit_code = Finish(RunGet(*get)); });
+
+  auto trajectory = std::make_shared<TrajectoryOptions>();
+  CLI::App* trajectory_cmd = group->add_subcommand(
+      "trajectory", "Print the rows of one rollout by sequence_order (exit 1 when there are none)");
+  trajectory_cmd->add_option("DIR", trajectory->dir, kDirHelp)->required();
+  trajectory_cmd->add_option("ROLLOUT_ID", trajectory->rollout_id, "rollout_id")->required();
+  trajectory_cmd->add_option("--columns", trajectory->columns, kColumnsHelp);
+  AddRowOutputOptions(trajectory_cmd, &trajectory->output);
+  trajectory_cmd->callback(
+      [trajectory, exit_code] { *exit_code = Finish(RunTrajectory(*trajectory)); });
+
+  auto blob = std::make_shared<BlobOptions>();
+  CLI::App* blob_cmd =
+      group->add_subcommand("blob", "Write the binary_payload of one row to stdout or a file");
+  blob_cmd->add_option("DIR", blob->dir, kDirHelp)->required();
+  blob_cmd->add_option("ID", blob->id, "Row id")->required();
+  blob_cmd->add_option("--output,-o", blob->output, "Write to this file instead of stdout");
+  blob_cmd->callback([blob, exit_code] { *exit_code = Finish(RunBlob(*blob)); });
+
+  auto flush = std::make_shared<FlushOptions>();
+  CLI::App* flush_cmd = group->add_subcommand(
+      "flush", "Make a shard's added rows visible (replays its WAL, seals a generation)");
+  flush_cmd->add_option("DIR", flush->dir, kDirHelp)->required();
+  flush_cmd->add_option("--shard", flush->shard, kShardHelp);
+  flush_cmd->callback([flush, exit_code] { *exit_code = Finish(RunFlush(*flush)); });
+
+  auto merge = std::make_shared<MergeOptions>();
+  CLI::App* merge_cmd =
+      group->add_subcommand("merge", "Fold a shard's pending generations into the base table");
+  merge_cmd->add_option("DIR", merge->dir, kDirHelp)->required();
+  merge_cmd->add_option("--shard", merge->shard, kShardHelp);
+  merge_cmd->add_flag("--all", merge->all,
+                      "Repeat until the shard has nothing pending (one pass merges at most 8 "
+                      "generations)");
+  merge_cmd->callback([merge, exit_code] { *exit_code = Finish(RunMerge(*merge)); });
+
+  auto compact = std::make_shared<CompactOptions>();
+  CLI::App* compact_cmd =
+      group->add_subcommand("compact", "Merge small fragments of the base table (merged rows)");
+  compact_cmd->add_option("DIR", compact->dir, kDirHelp)->required();
+  compact_cmd
+      ->add_option("--target-rows", compact->target_rows,
+                   "Merge fragments with fewer live rows up to this many rows")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  compact_cmd
+      ->add_option("--max-source-fragments", compact->max_source_fragments,
+                   "Rewrite at most this many fragments (0 = no bound)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  compact_cmd->callback([compact, exit_code] { *exit_code = Finish(RunCompact(*compact)); });
+
+  auto stats = std::make_shared<StatsOptions>();
+  CLI::App* stats_cmd = group->add_subcommand(
+      "stats", "Rows, fragments, version, pending generations and unflushed rows");
+  stats_cmd->add_option("DIR", stats->dir, kDirHelp)->required();
+  AddRowOutputOptions(stats_cmd, &stats->output);
+  stats_cmd->callback([stats, exit_code] { *exit_code = Finish(RunStats(*stats)); });
+}
+
+}  // namespace strata::cli
