@@ -3,10 +3,8 @@
 // compaction. Prints one table per workload, then a summary with the goals and ratios.
 //
 //   build/release/bench/table_bench [--rows N] [--dir DIR] [--quick]
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -32,7 +30,6 @@ namespace strata::bench {
 namespace {
 
 using table::Table;
-using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kFilter = "policy_version = 'v3' AND reward > 0.5";
 const std::vector<std::string> kScanColumns = {"id", "reward", "step"};
@@ -52,12 +49,6 @@ struct Config {
   int64_t compaction_append_rows = 5000;
   int64_t target_rows_per_fragment = int64_t{1} << 20;
 };
-
-double Seconds(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double MiB(double bytes) { return bytes / 1048576.0; }
 
 // Wrong results are reported, not fatal: the run continues so every figure is printed.
 std::vector<std::string> g_problems;
@@ -169,83 +160,6 @@ std::vector<RecordBatch> Slices(const RecordBatch& batch, int64_t rows) {
     out.push_back(batch.Slice(at, std::min(rows, batch.num_rows() - at)));
   }
   return out;
-}
-
-// ---- Floors ----------------------------------------------------------------------------
-
-struct DiskFloor {
-  double sync_write_bps = 0;    // write() in 1 MiB chunks, then fdatasync
-  double cached_write_bps = 0;  // the same without fdatasync (page cache)
-  double fdatasync_4k_p50_us = 0;
-};
-
-Status WriteAll(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::IOError(fmt::format("write: {}", std::strerror(errno)));
-    }
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-  return Status::OK();
-}
-
-// Seconds to write `bytes` sequentially (and fdatasync when `sync`).
-Result<double> TimeSequentialWrite(const std::string& path, int64_t bytes, bool sync) {
-  std::vector<char> chunk(1 << 20);
-  std::mt19937_64 rng(7);
-  for (size_t i = 0; i < chunk.size(); i += 8) {
-    uint64_t v = rng();
-    std::memcpy(chunk.data() + i, &v, 8);
-  }
-  const auto start = Clock::now();
-  int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IOError(fmt::format("open {}: {}", path, std::strerror(errno)));
-  Status st;
-  for (int64_t done = 0; done < bytes && st.ok(); done += static_cast<int64_t>(chunk.size())) {
-    st = WriteAll(fd, chunk.data(), chunk.size());
-  }
-  if (st.ok() && sync && ::fdatasync(fd) != 0) {
-    st = Status::IOError(fmt::format("fdatasync {}: {}", path, std::strerror(errno)));
-  }
-  const double seconds = Seconds(start);
-  ::close(fd);
-  ::unlink(path.c_str());
-  STRATA_RETURN_IF_ERROR(st);
-  return seconds;
-}
-
-// p50 of (append 4 KiB + fdatasync): the latency floor of one durable commit step.
-Result<double> Fdatasync4kP50Micros(const std::string& path, int samples) {
-  int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IOError(fmt::format("open {}: {}", path, std::strerror(errno)));
-  std::vector<char> block(4096, 'x');
-  std::vector<double> us;
-  Status st;
-  for (int i = 0; i < samples && st.ok(); ++i) {
-    const auto start = Clock::now();
-    st = WriteAll(fd, block.data(), block.size());
-    if (st.ok() && ::fdatasync(fd) != 0) st = Status::IOError("fdatasync failed");
-    us.push_back(Seconds(start) * 1e6);
-  }
-  ::close(fd);
-  ::unlink(path.c_str());
-  STRATA_RETURN_IF_ERROR(st);
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
-}
-
-Result<DiskFloor> MeasureDiskFloor(const Config& config, const std::string& dir) {
-  DiskFloor f;
-  const std::string path = dir + "/floor.bin";
-  STRATA_ASSIGN_OR_RETURN(double sync_s, TimeSequentialWrite(path, config.floor_bytes, true));
-  STRATA_ASSIGN_OR_RETURN(double cached_s, TimeSequentialWrite(path, config.floor_bytes, false));
-  f.sync_write_bps = config.floor_bytes / sync_s;
-  f.cached_write_bps = config.floor_bytes / cached_s;
-  STRATA_ASSIGN_OR_RETURN(f.fdatasync_4k_p50_us, Fdatasync4kP50Micros(path, 50));
-  return f;
 }
 
 // Encoding alone (in memory, no table): the CPU part of an append's data files.
@@ -378,22 +292,6 @@ Result<CountRun> RunCount(const Table& t, std::string what, std::string_view fil
 }
 
 // ---- Point lookups ---------------------------------------------------------------------
-
-struct Latency {
-  double p50_us = 0, p99_us = 0, max_us = 0;
-  int samples = 0;
-};
-
-Latency Summarize(std::vector<double> us) {
-  Latency l;
-  if (us.empty()) return l;
-  std::sort(us.begin(), us.end());
-  l.samples = static_cast<int>(us.size());
-  l.p50_us = us[us.size() / 2];
-  l.p99_us = us[std::min(us.size() - 1, us.size() * 99 / 100)];
-  l.max_us = us.back();
-  return l;
-}
 
 struct LookupRun {
   Latency warm;          // LookupKeys, all columns
@@ -579,10 +477,6 @@ Result<CompactionRun> RunCompaction(const Config& config, const Dataset& d,
 
 std::string CodecName(ipc::Compression c) { return std::string(ipc::CompressionName(c)); }
 
-std::string Pct(double num, double den) {
-  return den > 0 ? fmt::format("{:.0f}%", 100 * num / den) : "-";
-}
-
 Status Run(const Config& config, const std::string& dir) {
   fmt::print("== table_bench: {} rows, data dir {}\n", config.rows, dir);
   Dataset d = MakeDataset(config);
@@ -597,7 +491,7 @@ Status Run(const Config& config, const std::string& dir) {
       d.generate_seconds, d.filter_matches, kFilter);
 
   // 1. The disk.
-  STRATA_ASSIGN_OR_RETURN(DiskFloor disk, MeasureDiskFloor(config, dir));
+  STRATA_ASSIGN_OR_RETURN(DiskFloor disk, MeasureDiskFloor(config.floor_bytes, dir));
   fmt::print("\n-- 1. disk floor ({:.0f} MiB in 1 MiB writes)\n", MiB(config.floor_bytes));
   fmt::print("sequential write + fdatasync  {:>12}\n", FormatRate(disk.sync_write_bps));
   fmt::print("sequential write, page cache  {:>12}\n", FormatRate(disk.cached_write_bps));
