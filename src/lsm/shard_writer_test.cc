@@ -353,9 +353,10 @@ TEST_P(ShardWriterTest, BackpressureMakesPutsWaitButComplete) {
   }
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
-  // Every put beyond the first found the limit exceeded, so the writer kept flushing.
-  EXPECT_GE(w->stats().generations_published, 10);
   ASSERT_OK(w->Close());
+  // Every put beyond the first found the limit exceeded, so the writer kept flushing (two
+  // puts may share a memtable when group commit batches them; Close publishes the last).
+  EXPECT_GE(w->stats().generations_published, 10);
   std::multimap<int64_t, GenRow> rows = ReadGenerations(store_);
   EXPECT_EQ(rows.size(), 60u);
   ExpectLiveOnce(rows, 0, 60);
