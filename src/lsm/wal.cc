@@ -204,13 +204,12 @@ struct WalWriter::Impl {
     return Status::OK();
   }
 
-  // Waits until no leader runs and takes the role. REQUIRES mu held.
-  void BecomeLeader() {
+  // Waits until no leader runs and takes the role.
+  void BecomeLeader() STRATA_REQUIRES(mu) {
     while (leader_active) cv.Wait(mu);
     leader_active = true;
   }
-  // REQUIRES mu held.
-  void EndLeadership() {
+  void EndLeadership() STRATA_REQUIRES(mu) {
     leader_active = false;
     cv.SignalAll();
   }
