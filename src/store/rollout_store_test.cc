@@ -149,6 +149,7 @@ TEST_F(RolloutStoreTest, ObserveCountsSealedRowsAndReportsUnflushedOnes) {
   EXPECT_EQ(after.unflushed_rows, 0);
   EXPECT_EQ(after.pending_generations, 1);
   EXPECT_EQ(after.fragment_count, 0);
+  EXPECT_GT(after.last_updated_micros, 0);  // the base version's commit time
 }
 
 TEST_F(RolloutStoreTest, FilteredListMatchesFieldsBeforePagination) {

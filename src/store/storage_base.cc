@@ -803,9 +803,9 @@ StoreObservation StorageBase::Observe() const {
     out.fragments = stats->num_fragments;
     out.version = stats->version;
   }
-  if (Result<std::vector<table::VersionInfo>> versions = base->ListVersions();
-      versions.ok() && !versions->empty()) {
-    out.last_updated_micros = versions->back().timestamp_micros;
+  // From the version's own manifest (ListVersions would read every kept manifest).
+  if (Result<table::TableDescription> described = base->Describe(); described.ok()) {
+    out.last_updated_micros = described->version.timestamp_micros;
   }
   if (impl_->Pinned() == nullptr) {
     Result<std::vector<Uuid>> shards = lsm::ListShards(*impl_->store, impl_->prefix);
