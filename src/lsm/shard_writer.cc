@@ -300,7 +300,14 @@ struct ShardWriter::Impl {
                                    std::to_string(g) + " was taken meanwhile (current " +
                                    std::to_string(m.current_generation()) + ")");
           }
-          *m.add_generations() = entry;
+          pb::Generation added = entry;
+          // Readers order generations by seal time: keep it increasing within the shard
+          // even if the clock steps back.
+          if (m.generations_size() > 0) {
+            const int64_t previous = m.generations(m.generations_size() - 1).sealed_at_micros();
+            if (added.sealed_at_micros() <= previous) added.set_sealed_at_micros(previous + 1);
+          }
+          *m.add_generations() = std::move(added);
           m.set_current_generation(g + 1);
           *m.mutable_replay_after() = replay_after;
           return Status::OK();

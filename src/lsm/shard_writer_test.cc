@@ -267,6 +267,26 @@ TEST_P(ShardWriterTest, SealTriggersAtMaxMemtableRows) {
   ASSERT_OK(w->Close());
 }
 
+TEST_P(ShardWriterTest, SealTimesIncreaseWithinAShardWhenTheClockStepsBack) {
+  ManualClock clock(1'000'000'000);
+  ShardWriterOptions options;
+  options.clock = &clock;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter(options));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK(w->Put({KeyedRows(i * 10, 2)}));
+    ASSERT_OK(w->Seal(true).status());
+    clock.Set(1'000'000'000 - (i + 1) * 1'000'000);  // the wall clock steps back
+  }
+  ShardManifestStore manifests(store_, kPrefix, kShard);
+  ASSERT_OK_AND_ASSIGN(pb::ShardManifest m, manifests.ReadLatest());
+  ASSERT_EQ(m.generations_size(), 3);
+  for (int i = 1; i < 3; ++i) {
+    EXPECT_GT(m.generations(i).sealed_at_micros(), m.generations(i - 1).sealed_at_micros())
+        << "readers order generations by seal time";
+  }
+  ASSERT_OK(w->Close());
+}
+
 TEST_P(ShardWriterTest, SealWaitPublishesInOrderAndAdvancesReplayPosition) {
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter());
   ASSERT_OK_AND_ASSIGN(SealOutcome noop, w->Seal(true));
