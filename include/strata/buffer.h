@@ -69,6 +69,9 @@ class BufferBuilder {
   void Reserve(int64_t additional);
   // Grows (zero-filled) or shrinks to exactly `size` bytes.
   void Resize(int64_t size);
+  // As Resize, but grown bytes are left uninitialised: for a caller that overwrites every
+  // one of them before Finish (a read or decompression into the buffer).
+  void ResizeForOverwrite(int64_t size);
   void Append(const void* data, int64_t size);
   void AppendZeros(int64_t size);
   template <typename T>

@@ -93,6 +93,9 @@ class OutputStream {
 class BufferOutputStream final : public OutputStream {
  public:
   BufferOutputStream() = default;
+  // Reserves `capacity_hint` bytes up front, so a stream of about that size is written
+  // without regrowing (and copying) its buffer.
+  explicit BufferOutputStream(int64_t capacity_hint) { builder_.Reserve(capacity_hint); }
   Status Write(std::string_view bytes) override;
   int64_t Tell() const override { return builder_.size(); }
   Status Flush() override { return Status::OK(); }

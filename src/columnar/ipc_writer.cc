@@ -379,9 +379,31 @@ int FileWriter::num_batches() const { return impl_->writer->num_batches(); }
 // ---------------------------------------------------------------------------------------
 // Convenience
 
+namespace {
+
+int64_t BufferBytes(const ArrayData& data) {
+  int64_t n = 0;
+  for (const Buffer& buffer : data.buffers) n += buffer.size() + 64;  // + alignment padding
+  for (const ArrayDataPtr& child : data.children) n += BufferBytes(*child);
+  if (data.dictionary != nullptr) n += BufferBytes(*data.dictionary);
+  return n;
+}
+
+// The uncompressed size of `batches` in IPC, roughly (slices count their whole buffers):
+// the output buffer is reserved once instead of doubling and copying as it grows.
+int64_t EstimateIpcBytes(const std::vector<RecordBatch>& batches) {
+  int64_t n = 4096;
+  for (const RecordBatch& batch : batches) {
+    for (int i = 0; i < batch.num_columns(); ++i) n += BufferBytes(*batch.column(i).data());
+  }
+  return n;
+}
+
+}  // namespace
+
 Result<Buffer> WriteStreamToBuffer(const SchemaPtr& schema, const std::vector<RecordBatch>& batches,
                                    const WriteOptions& options) {
-  BufferOutputStream out;
+  BufferOutputStream out(EstimateIpcBytes(batches));
   STRATA_ASSIGN_OR_RETURN(auto writer, StreamWriter::Make(&out, schema, options));
   for (const RecordBatch& batch : batches) STRATA_RETURN_IF_ERROR(writer->WriteBatch(batch));
   STRATA_RETURN_IF_ERROR(writer->Close());
@@ -390,7 +412,7 @@ Result<Buffer> WriteStreamToBuffer(const SchemaPtr& schema, const std::vector<Re
 
 Result<Buffer> WriteFileToBuffer(const SchemaPtr& schema, const std::vector<RecordBatch>& batches,
                                  const WriteOptions& options) {
-  BufferOutputStream out;
+  BufferOutputStream out(EstimateIpcBytes(batches));
   STRATA_ASSIGN_OR_RETURN(auto writer, FileWriter::Make(&out, schema, options));
   for (const RecordBatch& batch : batches) STRATA_RETURN_IF_ERROR(writer->WriteBatch(batch));
   STRATA_RETURN_IF_ERROR(writer->Close());

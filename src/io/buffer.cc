@@ -67,8 +67,9 @@ void BufferBuilder::Reserve(int64_t additional) {
   if (needed <= capacity_) return;
   int64_t new_capacity = RoundUp(std::max<int64_t>(needed, capacity_ * 2));
   uint8_t* p = AlignedAlloc(new_capacity);
+  // Bytes past size_ are left as they are: Resize zeroes what it grows into and Finish the
+  // padding, so reserving never touches (and faults in) memory nobody writes.
   if (size_ > 0) std::memcpy(p, data_, size_);
-  std::memset(p + size_, 0, new_capacity - size_);
   std::free(data_);
   data_ = p;
   capacity_ = new_capacity;
@@ -79,6 +80,11 @@ void BufferBuilder::Resize(int64_t size) {
     Reserve(size - size_);
     std::memset(data_ + size_, 0, size - size_);
   }
+  size_ = size;
+}
+
+void BufferBuilder::ResizeForOverwrite(int64_t size) {
+  if (size > size_) Reserve(size - size_);
   size_ = size;
 }
 
@@ -93,8 +99,9 @@ void BufferBuilder::AppendZeros(int64_t size) { Resize(size_ + size); }
 
 Buffer BufferBuilder::Finish() {
   if (data_ == nullptr) Reserve(0 + 1);
-  // Zero the tail so padding bytes written to files are deterministic.
-  std::memset(data_ + size_, 0, capacity_ - size_);
+  // Zero the padding up to the next 64-byte boundary so padding bytes written to files are
+  // deterministic (the rest of the capacity is never read).
+  std::memset(data_ + size_, 0, std::min(capacity_, RoundUp(std::max<int64_t>(size_, 1))) - size_);
   Buffer out(data_, size_, OwnBlock(data_));
   data_ = nullptr;
   size_ = capacity_ = 0;
