@@ -112,6 +112,8 @@ class BaseBinaryBuilder final : public ArrayBuilder {
   void AppendNull() override;
   Status AppendArraySlice(const Array& array, int64_t offset, int64_t length) override;
   void Reserve(int64_t additional) override;
+  // Ensures room for `additional` more bytes of values (on top of Reserve's rows).
+  void ReserveData(int64_t additional) { data_.Reserve(additional); }
   Result<Array> Finish() override;
 
  private:

@@ -98,6 +98,11 @@ struct StorageBaseOptions {
 
   // Base table and generation tables.
   table::TableOptions table_options;
+  // Body compression of generation data files (table_options.compression applies to the
+  // base). Generations live only until a merge folds them into the base, and every seal
+  // writes one on the ingest path: lz4 costs about half zstd's CPU there, which keeps seals
+  // abreast of the puts, and reads of pending generations decompress faster too.
+  ipc::Compression generation_compression = ipc::Compression::kLz4Frame;
   // Metrics go here (null = DefaultMetrics()).
   MetricsRegistry* metrics = nullptr;
 };

@@ -28,6 +28,10 @@ struct Column {
   // True when the record has a value for this column (used to reject values for columns an
   // older store lacks).
   std::function<bool(const RolloutRecord&)> has_value;
+  // String columns: the record's value bytes, so the builder reserves a batch's bytes once.
+  std::function<int64_t(const RolloutRecord&)> value_bytes = nullptr;
+  // String columns: reserves `bytes` of values in the column's builder.
+  std::function<void(ArrayBuilder&, int64_t bytes)> reserve_bytes = nullptr;
 };
 
 DataTypePtr RelationshipType() {
@@ -54,6 +58,12 @@ Column RequiredString(std::string name, DataTypePtr type, std::string RolloutRec
     r.*member = std::string(a.StringValue(i));
   };
   c.has_value = [](const RolloutRecord&) { return true; };
+  c.value_bytes = [member](const RolloutRecord& r) {
+    return static_cast<int64_t>((r.*member).size());
+  };
+  c.reserve_bytes = [](ArrayBuilder& b, int64_t bytes) {
+    As<BaseBinaryBuilder<OffsetT>>(b).ReserveData(bytes);
+  };
   return c;
 }
 
@@ -73,6 +83,13 @@ Column OptionalString(std::string name, DataTypePtr type,
     if (a.IsValid(i)) r.*member = std::string(a.StringValue(i));
   };
   c.has_value = [member](const RolloutRecord& r) { return (r.*member).has_value(); };
+  c.value_bytes = [member](const RolloutRecord& r) {
+    const auto& v = r.*member;
+    return v.has_value() ? static_cast<int64_t>(v->size()) : int64_t{0};
+  };
+  c.reserve_bytes = [](ArrayBuilder& b, int64_t bytes) {
+    As<BaseBinaryBuilder<OffsetT>>(b).ReserveData(bytes);
+  };
   return c;
 }
 
@@ -328,9 +345,17 @@ Result<RecordBatch> EncodeRolloutRecords(const std::vector<RolloutRecord>& recor
   }
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RecordBatchBuilder> builder,
                           RecordBatchBuilder::Make(schema));
-  for (const RolloutRecord& record : records) {
-    for (size_t k = 0; k < columns.size(); ++k) {
-      STRATA_RETURN_IF_ERROR(columns[k]->encode(*builder->builder(static_cast<int>(k)), record));
+  // Column by column: each builder's buffers stay hot in cache while it fills.
+  for (size_t k = 0; k < columns.size(); ++k) {
+    ArrayBuilder& column_builder = *builder->builder(static_cast<int>(k));
+    column_builder.Reserve(static_cast<int64_t>(records.size()));
+    if (columns[k]->value_bytes) {
+      int64_t bytes = 0;
+      for (const RolloutRecord& record : records) bytes += columns[k]->value_bytes(record);
+      columns[k]->reserve_bytes(column_builder, bytes);
+    }
+    for (const RolloutRecord& record : records) {
+      STRATA_RETURN_IF_ERROR(columns[k]->encode(column_builder, record));
     }
   }
   return builder->Finish();

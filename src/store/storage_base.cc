@@ -354,6 +354,7 @@ struct StorageBase::Impl {
     writer_options.max_memtable_bytes = options.max_memtable_bytes;
     writer_options.max_unflushed_bytes = options.max_unflushed_bytes;
     writer_options.generation_options = options.table_options;
+    writer_options.generation_options.compression = options.generation_compression;
     STRATA_ASSIGN_OR_RETURN(
         writer, lsm::ShardWriter::Open(store, prefix, shard, Schema(), key_index, writer_options));
     return writer;
