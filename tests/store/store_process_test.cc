@@ -5,13 +5,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
@@ -21,38 +19,20 @@
 #include <vector>
 
 #include "strata/rollout_store.h"
+#include "support/process.h"
 #include "support/status_assertions.h"
 #include "support/temp_dir.h"
-
-extern char** environ;
 
 namespace strata::store {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
+using strata::testing::DescribeWaitStatus;
+using strata::testing::ReadLines;
+
 pid_t SpawnWorker(const std::vector<std::string>& args) {
-  std::string program = STRATA_STORE_WORKER;
-  std::vector<std::string> copies = args;
-  std::vector<char*> argv = {program.data()};
-  for (std::string& arg : copies) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv.data(), environ);
-  return rc == 0 ? pid : -1;
-}
-
-std::string DescribeWaitStatus(int status) {
-  if (WIFEXITED(status)) return fmt::format("exit {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("signal {}", WTERMSIG(status));
-  return fmt::format("status {}", status);
-}
-
-std::vector<std::string> ReadLines(const std::string& path) {
-  std::vector<std::string> lines;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
+  return strata::testing::SpawnProcess(STRATA_STORE_WORKER, args);
 }
 
 RolloutStoreOptions CheckerOptions(const std::string& shard) {

@@ -7,14 +7,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -27,43 +25,21 @@
 
 #include "strata/object_store.h"
 #include "strata/table.h"
+#include "support/process.h"
 #include "support/temp_dir.h"
 #include "table/torture_util.h"
-
-extern char** environ;
 
 namespace strata::table::torture {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
+using strata::testing::DescribeWaitStatus;
+using strata::testing::ReadLines;
+
 // Starts table_worker with `args`; its stdin is `stdin_fd` when >= 0.
 pid_t SpawnWorker(const std::vector<std::string>& args, int stdin_fd = -1) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (stdin_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdin_fd, STDIN_FILENO);
-  std::string program = STRATA_TABLE_WORKER;
-  std::vector<std::string> copies = args;
-  std::vector<char*> argv = {program.data()};
-  for (std::string& arg : copies) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  return rc == 0 ? pid : -1;
-}
-
-std::string DescribeWaitStatus(int status) {
-  if (WIFEXITED(status)) return fmt::format("exit {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("signal {}", WTERMSIG(status));
-  return fmt::format("status {}", status);
-}
-
-std::vector<std::string> ReadLines(const std::string& path) {
-  std::vector<std::string> lines;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
+  return strata::testing::SpawnProcess(STRATA_TABLE_WORKER, args, stdin_fd);
 }
 
 Result<std::shared_ptr<Table>> OpenTable(const std::string& root) {
