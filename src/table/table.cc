@@ -72,6 +72,51 @@ bool Contains(const google::protobuf::RepeatedField<uint32_t>& ids, uint32_t id)
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
+}  // namespace
+
+namespace internal {
+
+Status MergeFragmentDeletions(TableContext& context, const Snapshot& base,
+                              const pb::Fragment& fragment, const DeletionVector& delta,
+                              std::map<uint32_t, MergedDeletionFile>& written, DeletionMerge& merge,
+                              std::vector<std::string>* new_paths) {
+  const uint32_t id = fragment.id();
+  const std::string base_path = fragment.has_deletion() ? fragment.deletion().path() : "";
+  if (auto it = written.find(id); it != written.end() && it->second.base_path == base_path) {
+    merge.deleted += it->second.added;
+    merge.replaced.emplace(id, it->second.file);
+    return Status::OK();
+  }
+  DeletionVector merged;
+  int64_t before = 0;
+  if (fragment.has_deletion()) {
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const DeletionVector> existing,
+                            context.cache.Deletions(*context.store, context.prefix,
+                                                    fragment.deletion(), fragment.physical_rows()));
+    merged = *existing;
+    before = merged.Cardinality();
+  }
+  merged.UnionWith(delta);
+  const int64_t added = merged.Cardinality() - before;
+  if (added == 0) return Status::OK();  // a concurrent delete got there first
+  merge.deleted += added;
+  if (merged.Cardinality() >= fragment.physical_rows()) {
+    merge.removed.insert(id);
+    return Status::OK();
+  }
+  STRATA_ASSIGN_OR_RETURN(pb::DeletionFile file,
+                          WriteDeletionFile(*context.store, context.prefix, id, base.version(),
+                                            fragment.physical_rows(), merged));
+  if (new_paths != nullptr) new_paths->push_back(file.path());
+  written[id] = MergedDeletionFile{base_path, file, added};
+  merge.replaced.emplace(id, std::move(file));
+  return Status::OK();
+}
+
+}  // namespace internal
+
+namespace {
+
 // Deletes the rows at `addresses` (live rows of `read`), merging with deletions committed
 // concurrently.
 Result<DeleteResult> DeleteAddresses(Table::Impl& impl, const SnapshotPtr& read,
@@ -86,20 +131,11 @@ Result<DeleteResult> DeleteAddresses(Table::Impl& impl, const SnapshotPtr& read,
   internal::TableContext& context = *impl.context;
   bool nothing_to_delete = false;
   int64_t rows_deleted = 0;
-  // A retry whose base has the same deletion file for a fragment as an earlier attempt
-  // reuses the merged file written then, so a lost race costs no new write.
-  struct Written {
-    std::string base_path;  // the base's deletion file ("" when it had none)
-    pb::DeletionFile file;
-    int64_t added = 0;
-  };
-  std::map<uint32_t, Written> written;
+  std::map<uint32_t, internal::MergedDeletionFile> written;  // reused across attempts
   auto build = [&](const internal::Snapshot& base,
                    const std::vector<pb::Transaction>& intervening) -> Result<pb::Manifest> {
     pb::Manifest manifest = NextManifest(base);
-    int64_t deleted = 0;
-    std::set<uint32_t> removed;
-    std::map<uint32_t, pb::DeletionFile> replaced;
+    internal::DeletionMerge merge;
     for (const auto& [id, delta] : deltas) {
       const pb::Fragment* fragment = base.FindFragment(id);
       if (fragment == nullptr) {
@@ -119,51 +155,23 @@ Result<DeleteResult> DeleteAddresses(Table::Impl& impl, const SnapshotPtr& read,
         }
         continue;
       }
-      const std::string base_path = fragment->has_deletion() ? fragment->deletion().path() : "";
-      if (auto it = written.find(id); it != written.end() && it->second.base_path == base_path) {
-        deleted += it->second.added;
-        replaced.emplace(id, it->second.file);
-        continue;
-      }
-      internal::DeletionVector merged;
-      int64_t before = 0;
-      if (fragment->has_deletion()) {
-        STRATA_ASSIGN_OR_RETURN(
-            std::shared_ptr<const internal::DeletionVector> existing,
-            context.cache.Deletions(*context.store, context.prefix, fragment->deletion(),
-                                    fragment->physical_rows()));
-        merged = *existing;
-        before = merged.Cardinality();
-      }
-      merged.UnionWith(delta);
-      const int64_t added = merged.Cardinality() - before;
-      if (added == 0) continue;  // a concurrent delete got there first
-      deleted += added;
-      if (merged.Cardinality() >= fragment->physical_rows()) {
-        removed.insert(id);
-        continue;
-      }
-      STRATA_ASSIGN_OR_RETURN(
-          pb::DeletionFile file,
-          internal::WriteDeletionFile(*context.store, context.prefix, id, base.version(),
-                                      fragment->physical_rows(), merged));
-      written[id] = Written{base_path, file, added};
-      replaced.emplace(id, std::move(file));
+      STRATA_RETURN_IF_ERROR(internal::MergeFragmentDeletions(context, base, *fragment, delta,
+                                                              written, merge, nullptr));
     }
-    nothing_to_delete = deleted == 0;
+    nothing_to_delete = merge.deleted == 0;
     if (nothing_to_delete) return Status::Aborted("nothing left to delete");
     google::protobuf::RepeatedPtrField<pb::Fragment> kept;
     for (pb::Fragment& fragment : *manifest.mutable_fragments()) {
-      if (removed.contains(fragment.id())) continue;
-      auto it = replaced.find(fragment.id());
-      if (it != replaced.end()) *fragment.mutable_deletion() = it->second;
+      if (merge.removed.contains(fragment.id())) continue;
+      auto it = merge.replaced.find(fragment.id());
+      if (it != merge.replaced.end()) *fragment.mutable_deletion() = it->second;
       *kept.Add() = std::move(fragment);
     }
     manifest.mutable_fragments()->Swap(&kept);
     pb::Transaction* transaction = manifest.mutable_transaction();
-    for (const auto& [id, file] : replaced) transaction->add_modified_fragments(id);
-    for (uint32_t id : removed) transaction->add_removed_fragments(id);
-    rows_deleted = deleted;
+    for (const auto& [id, file] : merge.replaced) transaction->add_modified_fragments(id);
+    for (uint32_t id : merge.removed) transaction->add_removed_fragments(id);
+    rows_deleted = merge.deleted;
     return manifest;
   };
   Result<SnapshotPtr> committed = Commit(impl, read, "delete", std::move(detail), build);

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -118,6 +120,32 @@ Result<std::vector<RecordBatch>> AlignAppendBatches(const Snapshot& snapshot,
                                                     const std::vector<RecordBatch>& batches);
 
 // Maintenance, each on top of `read`; `committed` receives the new version when one is made.
+// A deletion file written while merging deletions into a fragment, kept across commit
+// attempts: a retry whose base still has the same deletion file for that fragment reuses it
+// (a fragment's rows never change, so neither does the merge) and a lost race costs no
+// second write.
+struct MergedDeletionFile {
+  std::string base_path;  // the base's deletion file ("" when it had none)
+  pb::DeletionFile file;
+  int64_t added = 0;  // rows the merge newly deleted
+};
+
+// What merging deltas into the deletions of one base version changes.
+struct DeletionMerge {
+  int64_t deleted = 0;                            // rows newly deleted
+  std::set<uint32_t> removed;                     // fragments with every row now deleted
+  std::map<uint32_t, pb::DeletionFile> replaced;  // fragments with a new deletion file
+};
+
+// Merges `delta` (row offsets) into the deletions `fragment` has at `base`, adding to
+// `merge`. Rows already deleted there (a concurrent delete) are not counted again. Writes a
+// new deletion file unless `written` has one for the same base file or every row is now
+// deleted; new files are recorded in `written` and their paths appended to `new_paths`.
+Status MergeFragmentDeletions(TableContext& context, const Snapshot& base,
+                              const pb::Fragment& fragment, const DeletionVector& delta,
+                              std::map<uint32_t, MergedDeletionFile>& written, DeletionMerge& merge,
+                              std::vector<std::string>* new_paths);
+
 Result<CompactionResult> CompactTable(TableContext& context, const SnapshotPtr& read,
                                       const CompactionOptions& options, SnapshotPtr* committed);
 Result<CleanupResult> CleanupTable(TableContext& context, const SnapshotPtr& latest,

@@ -205,15 +205,8 @@ Result<UpsertResult> Table::Upsert(const std::vector<RecordBatch>& batches,
 
   // --- Commit --------------------------------------------------------------------------
   const uint32_t first_new_id = read->manifest.next_fragment_id();
-  // Merged deletion files written by earlier attempts, reused while the base still has the
-  // deletion file they were merged with (a fragment's rows never change, so neither does
-  // the merge).
-  struct Merged {
-    std::string base_path;
-    pb::DeletionFile file;
-    int64_t added = 0;
-  };
-  std::map<uint32_t, Merged> merged_files;
+  // Merged deletion files written by earlier attempts (reused across attempts).
+  std::map<uint32_t, internal::MergedDeletionFile> merged_files;
   std::vector<std::string> deletion_paths;  // every deletion file written
   bool guard_failed = false;
   bool nothing_to_do = false;
@@ -260,54 +253,21 @@ Result<UpsertResult> Table::Upsert(const std::vector<RecordBatch>& batches,
 
     pb::Manifest manifest = base.manifest;
     manifest.clear_transaction();
-    int64_t deleted = 0;
-    std::set<uint32_t> removed;
-    std::map<uint32_t, pb::DeletionFile> replaced;
+    internal::DeletionMerge merge;
     for (const auto& [id, delta] : deltas) {
-      const pb::Fragment* fragment = base.FindFragment(id);
-      const std::string base_path = fragment->has_deletion() ? fragment->deletion().path() : "";
-      if (auto it = merged_files.find(id);
-          it != merged_files.end() && it->second.base_path == base_path) {
-        deleted += it->second.added;
-        replaced.emplace(id, it->second.file);
-        continue;
-      }
-      internal::DeletionVector merged;
-      int64_t before = 0;
-      if (fragment->has_deletion()) {
-        STRATA_ASSIGN_OR_RETURN(
-            std::shared_ptr<const internal::DeletionVector> existing,
-            context.cache.Deletions(*context.store, context.prefix, fragment->deletion(),
-                                    fragment->physical_rows()));
-        merged = *existing;
-        before = merged.Cardinality();
-      }
-      merged.UnionWith(delta);
-      const int64_t added = merged.Cardinality() - before;
-      if (added == 0) continue;  // a concurrent delete got there first
-      deleted += added;
-      if (merged.Cardinality() >= fragment->physical_rows()) {
-        removed.insert(id);
-        continue;
-      }
-      STRATA_ASSIGN_OR_RETURN(
-          pb::DeletionFile file,
-          internal::WriteDeletionFile(*context.store, context.prefix, id, base.version(),
-                                      fragment->physical_rows(), merged));
-      deletion_paths.push_back(file.path());
-      merged_files[id] = Merged{base_path, file, added};
-      replaced.emplace(id, std::move(file));
+      STRATA_RETURN_IF_ERROR(internal::MergeFragmentDeletions(
+          context, base, *base.FindFragment(id), delta, merged_files, merge, &deletion_paths));
     }
-    if (deleted == 0 && written.fragments.empty() && options.metadata_updates.empty()) {
+    if (merge.deleted == 0 && written.fragments.empty() && options.metadata_updates.empty()) {
       nothing_to_do = true;
       return Status::Aborted("Upsert: nothing to commit");
     }
 
     google::protobuf::RepeatedPtrField<pb::Fragment> kept;
     for (pb::Fragment& fragment : *manifest.mutable_fragments()) {
-      if (removed.contains(fragment.id())) continue;
-      auto it = replaced.find(fragment.id());
-      if (it != replaced.end()) *fragment.mutable_deletion() = it->second;
+      if (merge.removed.contains(fragment.id())) continue;
+      auto it = merge.replaced.find(fragment.id());
+      if (it != merge.replaced.end()) *fragment.mutable_deletion() = it->second;
       *kept.Add() = std::move(fragment);
     }
     manifest.mutable_fragments()->Swap(&kept);
@@ -338,9 +298,9 @@ Result<UpsertResult> Table::Upsert(const std::vector<RecordBatch>& batches,
       for (uint32_t id : ids) segment->add_fragment_ids(id);
     }
     ApplyMetadata(options.metadata_updates, &manifest);
-    for (const auto& [id, file] : replaced) transaction->add_modified_fragments(id);
-    for (uint32_t id : removed) transaction->add_removed_fragments(id);
-    rows_deleted = deleted;
+    for (const auto& [id, file] : merge.replaced) transaction->add_modified_fragments(id);
+    for (uint32_t id : merge.removed) transaction->add_removed_fragments(id);
+    rows_deleted = merge.deleted;
     return manifest;
   };
 
