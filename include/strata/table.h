@@ -186,8 +186,20 @@ struct TableDescription {
 };
 
 struct CompactionOptions {
-  // Fragments with fewer live rows are merged with their neighbours, up to this many rows.
+  // A fragment is small, and merged with its small neighbours, while it has fewer live rows
+  // than target_rows_per_fragment and fewer (uncompressed) bytes than
+  // target_bytes_per_fragment. A fragment that reached the table's max_rows_per_fragment or
+  // max_bytes_per_fragment is full whatever the targets: an append or a compaction cut it
+  // there and would cut it there again. A merge takes neighbours up to the targets; a target
+  // above the table's limit bounds nothing, as the writer cuts the output into full fragments
+  // at the limit anyway. So a rewrite leaves at most one small fragment per group, fragments
+  // cut at a limit are not rewritten again, and a Compact right after a Compact with the same
+  // options has nothing to do (unless max_source_fragments stopped the first one early).
   int64_t target_rows_per_fragment = int64_t{1} << 20;
+  // Default: the default TableOptions::max_bytes_per_fragment. A fragment's bytes are known
+  // when its data files record them (docs/format/table.md §5.2); fragments written before
+  // they were recorded are judged by their rows alone.
+  int64_t target_bytes_per_fragment = int64_t{256} << 20;
   // Fragments with more than this fraction of deleted rows are rewritten without them.
   bool materialize_deletions = true;
   double materialize_deletions_threshold = 0.1;

@@ -2,10 +2,16 @@
 // deleted rows without those rows, merges the key index into one segment, and commits the
 // rewrite so that concurrent appends survive it and concurrent deletes of its sources fail
 // it (Busy) instead of being lost.
+//
+// Invariant: a fragment the writer cut at the table's row or byte limit is never small, so a
+// rewrite turns its small sources into full fragments and at most one small one, and
+// repeated compaction converges instead of rewriting the same fragments again and again.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -29,10 +35,61 @@ int64_t LiveRows(const pb::Fragment& fragment) {
   return fragment.physical_rows() - DeletedRows(fragment);
 }
 
+// The uncompressed bytes the writer measured for the fragment's files; unknown when a file
+// predates the manifest recording them.
+std::optional<int64_t> FragmentBytes(const pb::Fragment& fragment) {
+  if (fragment.files_size() == 0) return std::nullopt;
+  int64_t bytes = 0;
+  for (const pb::DataFile& file : fragment.files()) {
+    if (!file.has_uncompressed_bytes()) return std::nullopt;
+    bytes += file.uncompressed_bytes();
+  }
+  return bytes;
+}
+
+// The share of FragmentBytes that the live rows take, taking deleted rows as average ones.
+std::optional<int64_t> LiveBytes(const pb::Fragment& fragment) {
+  const std::optional<int64_t> bytes = FragmentBytes(fragment);
+  if (!bytes || fragment.physical_rows() <= 0) return bytes;
+  return static_cast<int64_t>(static_cast<double>(*bytes) *
+                              static_cast<double>(LiveRows(fragment)) /
+                              static_cast<double>(fragment.physical_rows()));
+}
+
+// Sizes that decide what the planner merges.
+struct Limits {
+  // A fragment with this many live rows or bytes is full: the targets, but never more than
+  // the table's fragment limits, where the writer cuts (so its fragments are always full).
+  int64_t full_rows = 0;
+  int64_t full_bytes = 0;
+  // A group takes sources up to these sums. A target beyond the table's limit bounds
+  // nothing (the writer cuts the output into full fragments anyway), so a run of small
+  // fragments becomes full fragments and at most one small one, not one small one per group.
+  int64_t group_rows = 0;
+  int64_t group_bytes = 0;
+};
+
+Limits MakeLimits(const CompactionOptions& options, const TableOptions& table) {
+  // As FragmentSetWriter cuts.
+  const int64_t max_rows = std::max<int64_t>(1, table.max_rows_per_fragment);
+  const int64_t max_bytes = std::max<int64_t>(1, table.max_bytes_per_fragment);
+  constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max() / 2;
+  Limits limits;
+  limits.full_rows = std::min(options.target_rows_per_fragment, max_rows);
+  limits.full_bytes = std::min(options.target_bytes_per_fragment, max_bytes);
+  limits.group_rows =
+      options.target_rows_per_fragment <= max_rows ? options.target_rows_per_fragment : kUnbounded;
+  limits.group_bytes = options.target_bytes_per_fragment <= max_bytes
+                           ? options.target_bytes_per_fragment
+                           : kUnbounded;
+  return limits;
+}
+
 // Fragments (positions in the read manifest) rewritten together into new fragments.
 struct Group {
   std::vector<int> sources;
   int64_t live_rows = 0;
+  int64_t live_bytes = 0;     // of the sources that record their size
   bool materializes = false;  // some source has deletions above the threshold
 };
 
@@ -43,10 +100,13 @@ bool HeavilyDeleted(const pb::Fragment& fragment, const CompactionOptions& optio
              options.materialize_deletions_threshold;
 }
 
-// Which fragments to rewrite: runs of adjacent candidates (small or heavily deleted), each
-// run cut where its live rows would exceed the target. A group is worth rewriting when it
-// merges fragments or drops deleted rows; at most max_source_fragments sources in total.
-std::vector<Group> PlanGroups(const pb::Manifest& manifest, const CompactionOptions& options) {
+// Which fragments to rewrite: runs of adjacent candidates (not full, or heavily deleted), each
+// run cut where its live rows or bytes would exceed the group limits. A group is worth
+// rewriting when it merges fragments or drops deleted rows; at most max_source_fragments
+// sources in total.
+std::vector<Group> PlanGroups(const pb::Manifest& manifest, const CompactionOptions& options,
+                              const TableOptions& table) {
+  const Limits limits = MakeLimits(options, table);
   std::vector<Group> groups;
   Group current;
   auto close = [&]() {
@@ -58,16 +118,21 @@ std::vector<Group> PlanGroups(const pb::Manifest& manifest, const CompactionOpti
   for (int i = 0; i < manifest.fragments_size(); ++i) {
     const pb::Fragment& fragment = manifest.fragments(i);
     const int64_t live = LiveRows(fragment);
+    const std::optional<int64_t> live_bytes = LiveBytes(fragment);
     const bool heavy = HeavilyDeleted(fragment, options);
-    if (live >= options.target_rows_per_fragment && !heavy) {
+    const bool full = live >= limits.full_rows || (live_bytes && *live_bytes >= limits.full_bytes);
+    if (full && !heavy) {
       close();
       continue;
     }
-    if (!current.sources.empty() && current.live_rows + live > options.target_rows_per_fragment) {
+    if (!current.sources.empty() &&
+        (current.live_rows + live > limits.group_rows ||
+         current.live_bytes + live_bytes.value_or(0) > limits.group_bytes)) {
       close();
     }
     current.sources.push_back(i);
     current.live_rows += live;
+    current.live_bytes += live_bytes.value_or(0);
     current.materializes = current.materializes || heavy;
   }
   close();
@@ -80,9 +145,11 @@ std::vector<Group> PlanGroups(const pb::Manifest& manifest, const CompactionOpti
     if (group.sources.size() > budget) {
       group.sources.resize(budget);
       group.live_rows = 0;
+      group.live_bytes = 0;
       group.materializes = false;
       for (int i : group.sources) {
         group.live_rows += LiveRows(manifest.fragments(i));
+        group.live_bytes += LiveBytes(manifest.fragments(i)).value_or(0);
         group.materializes = group.materializes || HeavilyDeleted(manifest.fragments(i), options);
       }
       if (group.sources.size() < 2 && !group.materializes) break;
@@ -91,6 +158,24 @@ std::vector<Group> PlanGroups(const pb::Manifest& manifest, const CompactionOpti
     bounded.push_back(std::move(group));
   }
   return bounded;
+}
+
+// Whether `written`, the rewrite of `group`, gives back fragments with the row counts of its
+// sources (so no deleted row was dropped and nothing merged) and every source records its
+// size. Committing it would change nothing, and the next pass would plan it again. The
+// planner avoids such groups; this catches the rest (the bytes a rewrite measures can differ a
+// little from the sum of its sources'). When a source lacks its size, the rewrite is kept:
+// its fragments record theirs, so the next pass can tell that they are full.
+bool RewriteChangesNothing(const Group& group, const pb::Manifest& manifest,
+                           const std::vector<pb::Fragment>& written) {
+  if (written.size() != group.sources.size()) return false;
+  for (size_t k = 0; k < written.size(); ++k) {
+    const pb::Fragment& source = manifest.fragments(group.sources[k]);
+    if (!FragmentBytes(source) || written[k].physical_rows() != source.physical_rows()) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // The rows of `batch` (physical rows [first, first + num_rows) of its fragment) that are not
@@ -240,6 +325,10 @@ Result<CompactionResult> CompactTable(TableContext& context, const SnapshotPtr& 
     return Status::InvalidArgument(fmt::format("target_rows_per_fragment must be positive, got {}",
                                                options.target_rows_per_fragment));
   }
+  if (options.target_bytes_per_fragment <= 0) {
+    return Status::InvalidArgument(fmt::format("target_bytes_per_fragment must be positive, got {}",
+                                               options.target_bytes_per_fragment));
+  }
   if (!(options.materialize_deletions_threshold >= 0 &&
         options.materialize_deletions_threshold <= 1)) {
     return Status::InvalidArgument(
@@ -251,27 +340,24 @@ Result<CompactionResult> CompactTable(TableContext& context, const SnapshotPtr& 
         fmt::format("max_source_fragments must be >= 0, got {}", options.max_source_fragments));
   }
 
-  Rewrite rewrite;
-  rewrite.groups = PlanGroups(read->manifest, options);
+  const std::vector<Group> planned = PlanGroups(read->manifest, options, context.options);
   const pb::Index* key_index = read->key_index();
-  const bool merge_index =
-      key_index != nullptr && read->key_column &&
-      (!rewrite.groups.empty() || key_index->segments_size() >= kMaxKeySegmentsWithoutMerge);
-  CompactionResult result;
-  if (rewrite.groups.empty() && !merge_index) return result;
+  const bool has_key_index = key_index != nullptr && read->key_column.has_value();
+  const bool too_many_segments =
+      has_key_index && key_index->segments_size() >= kMaxKeySegmentsWithoutMerge;
+  if (planned.empty() && !too_many_segments) return CompactionResult();
 
   // --- Rewrite the groups ---------------------------------------------------------------
+  Rewrite rewrite;
+  CompactionResult result;
   int64_t rows_total = 0;
-  for (const Group& group : rewrite.groups) {
-    rows_total += group.live_rows;
-    for (int i : group.sources) rewrite.source_ids.push_back(read->manifest.fragments(i).id());
-  }
+  for (const Group& group : planned) rows_total += group.live_rows;
   std::vector<int> all_columns(static_cast<size_t>(read->schema->num_fields()));
   for (size_t c = 0; c < all_columns.size(); ++c) all_columns[c] = static_cast<int>(c);
   int64_t rows_done = 0;
   if (options.progress) options.progress(0, rows_total);
   std::vector<std::optional<pb::KeySegment>> written_segments;
-  for (const Group& group : rewrite.groups) {
+  for (const Group& group : planned) {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<FragmentSetWriter> writer,
                             FragmentSetWriter::Make(context, *read, read->schema));
     for (int i : group.sources) {
@@ -290,6 +376,20 @@ Result<CompactionResult> CompactTable(TableContext& context, const SnapshotPtr& 
       }
     }
     STRATA_ASSIGN_OR_RETURN(WrittenFragments written, writer->Finish());
+    if (RewriteChangesNothing(group, read->manifest, written.fragments)) {
+      // Nothing references the new files; remove them rather than leave them to cleanup.
+      for (const pb::Fragment& fragment : written.fragments) {
+        for (const pb::DataFile& file : fragment.files()) {
+          (void)context.store->Delete(context.prefix + file.path());
+        }
+      }
+      if (written.key_segment) {
+        (void)context.store->Delete(context.prefix + written.key_segment->path());
+      }
+      continue;
+    }
+    rewrite.groups.push_back(group);
+    for (int i : group.sources) rewrite.source_ids.push_back(read->manifest.fragments(i).id());
     for (const pb::Fragment& fragment : written.fragments) {
       for (const pb::DataFile& file : fragment.files()) result.bytes_written += file.size();
       result.files_added += fragment.files_size();
@@ -298,6 +398,9 @@ Result<CompactionResult> CompactTable(TableContext& context, const SnapshotPtr& 
     written_segments.push_back(std::move(written.key_segment));
     rewrite.outputs.push_back(std::move(written.fragments));
   }
+
+  const bool merge_index = has_key_index && (!rewrite.groups.empty() || too_many_segments);
+  if (rewrite.groups.empty() && !merge_index) return CompactionResult();
 
   // --- Merge the key index ------------------------------------------------------------
   if (merge_index) {

@@ -52,6 +52,36 @@ RecordBatch Rows(int64_t first, int64_t n) {
   return *batch;
 }
 
+// Wide rows: an int64 key and a 1000-byte string, about 1 KB uncompressed per row.
+SchemaPtr WideSchema() {
+  return schema({field("id", int64(), /*nullable=*/false,
+                       KeyValueMetadata({{std::string(kPrimaryKeyMetadata), "true"}})),
+                 field("payload", utf8())});
+}
+
+RecordBatch WideRows(int64_t first, int64_t n) {
+  Int64Builder ids(int64());
+  BinaryBuilder payloads(utf8());
+  for (int64_t i = first; i < first + n; ++i) {
+    ids.Append(i);
+    std::string payload = std::to_string(i) + ":";
+    payload.resize(1000, static_cast<char>('a' + i % 26));
+    EXPECT_TRUE(payloads.Append(payload).ok());
+  }
+  Result<RecordBatch> batch =
+      RecordBatch::Make(WideSchema(), n, {*ids.Finish(), *payloads.Finish()});
+  EXPECT_TRUE(batch.ok()) << batch.status();
+  return *batch;
+}
+
+// Fragments are cut at 32 KiB uncompressed: a few dozen wide rows.
+TableOptions SmallFragmentBytes() {
+  TableOptions options;
+  options.max_bytes_per_fragment = 32 * 1024;
+  options.max_bytes_per_batch = 8 * 1024;
+  return options;
+}
+
 RecordBatch StringRows(const std::vector<std::string>& keys, int32_t n) {
   BinaryBuilder key_builder(utf8());
   Int32Builder ns(int32());
@@ -116,6 +146,23 @@ class CompactionTest : public ::testing::Test {
       Result<AppendResult> appended = table.Append({Rows(first + i * rows, rows)});
       ASSERT_TRUE(appended.ok()) << appended.status();
     }
+  }
+  void AppendWide(Table& table, int64_t first, int count, int64_t rows) {
+    for (int i = 0; i < count; ++i) {
+      Result<AppendResult> appended = table.Append({WideRows(first + i * rows, rows)});
+      ASSERT_TRUE(appended.ok()) << appended.status();
+    }
+  }
+  // Compacts until a pass has nothing to do; returns how many passes committed, or -1 when
+  // `max_passes` passes did not get there.
+  int CompactUntilDone(Table& table, const CompactionOptions& options, int max_passes) {
+    for (int passes = 0; passes <= max_passes; ++passes) {
+      Result<CompactionResult> result = table.Compact(options);
+      EXPECT_TRUE(result.ok()) << result.status();
+      if (!result.ok()) return -1;
+      if (result->version == 0) return passes;
+    }
+    return -1;
   }
   TableStats Stats(const Table& table) {
     Result<TableStats> stats = table.Stats();
@@ -523,11 +570,117 @@ TEST_F(CompactionTest, NothingToDoLeavesTheVersionUnchanged) {
   EXPECT_EQ(*latest, version);
 }
 
+TEST_F(CompactionTest, FragmentsCutAtTheByteLimitAreFullAndLeftAlone) {
+  auto table = Create(WideSchema(), SmallFragmentBytes());
+  ASSERT_NE(table, nullptr);
+  AppendWide(*table, 0, 1, 200);  // one append, cut by bytes long before the row target
+  const int64_t fragments = Stats(*table).num_fragments;
+  ASSERT_GE(fragments, 4);
+  const uint64_t version = table->version();
+  // Every fragment but the last is full, and the last has no small neighbour.
+  Result<CompactionResult> result = table->Compact();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->version, 0u);
+  EXPECT_EQ(result->fragments_removed, 0);
+  EXPECT_EQ(result->rows_written, 0);
+  EXPECT_EQ(table->version(), version);
+  EXPECT_EQ(Stats(*table).num_fragments, fragments);
+}
+
+TEST_F(CompactionTest, WideRowsCompactionIsIdempotentAndConverges) {
+  auto table = Create(WideSchema(), SmallFragmentBytes());
+  ASSERT_NE(table, nullptr);
+  AppendWide(*table, 0, 12, 10);  // twelve fragments of about 10 KB: genuinely small
+  ASSERT_EQ(Stats(*table).num_fragments, 12);
+  Result<CompactionResult> result = table->Compact();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_NE(result->version, 0u);
+  EXPECT_EQ(result->fragments_removed, 12);
+  EXPECT_EQ(result->rows_written, 120);
+  // 120 KB in fragments cut at 32 KiB.
+  EXPECT_GE(result->fragments_added, 3);
+  EXPECT_LT(result->fragments_added, 12);
+  const uint64_t version = table->version();
+
+  // Right after a compaction there is nothing to do.
+  result = table->Compact();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->version, 0u);
+  EXPECT_EQ(result->rows_written, 0);
+  Result<uint64_t> latest = table->LatestVersion();
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(*latest, version);
+
+  // Byte-cut appends, small appends and a fragment with most rows deleted: a loop until
+  // nothing is left to do ends after a pass or two, and the next call does nothing.
+  AppendWide(*table, 1000, 1, 100);
+  AppendWide(*table, 2000, 3, 5);
+  ASSERT_TRUE(table->Delete("id >= 1000 AND id < 1020").ok());
+  const std::vector<std::string> before = SortedRows(*table);
+  const int passes = CompactUntilDone(*table, {}, 4);
+  EXPECT_GE(passes, 1);
+  EXPECT_LE(passes, 2);
+  result = table->Compact();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->version, 0u);
+  EXPECT_EQ(Stats(*table).num_deletion_files, 0);
+  EXPECT_EQ(SortedRows(*table), before);
+  EXPECT_EQ(LookupIds(*table, {5, 119, 1019, 1020, 1099, 2014}),
+            (std::vector<int64_t>{5, 119, 1020, 1099, 2014}));
+}
+
+TEST_F(CompactionTest, TargetBytesBoundsMergesAndAPassRightAfterHasNothingToDo) {
+  TableOptions table_options;
+  table_options.max_bytes_per_fragment = 1 << 20;
+  auto table = Create(WideSchema(), table_options);
+  ASSERT_NE(table, nullptr);
+  AppendWide(*table, 0, 6, 10);  // about 10.1 KB each
+  const std::vector<std::string> before = SortedRows(*table);
+  CompactionOptions options;
+  options.target_bytes_per_fragment = 25000;  // two fit, three do not
+  Result<CompactionResult> result = table->Compact(options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->fragments_removed, 6);
+  EXPECT_EQ(result->fragments_added, 3);
+  EXPECT_EQ(Stats(*table).num_fragments, 3);
+  // Each new fragment is below the target, but no two fit together.
+  result = table->Compact(options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->version, 0u);
+  EXPECT_EQ(SortedRows(*table), before);
+}
+
+TEST_F(CompactionTest, FragmentsCutAtTheRowLimitAreFullAndLeftAlone) {
+  TableOptions table_options;
+  table_options.max_rows_per_fragment = 30;
+  auto table = Create(IntKeySchema(), table_options);
+  ASSERT_NE(table, nullptr);
+  AppendMany(*table, 0, 1, 100);  // 30, 30, 30, 10
+  ASSERT_EQ(Stats(*table).num_fragments, 4);
+  // The default target is above the table's limit, which makes those fragments full.
+  Result<CompactionResult> result = table->Compact();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->version, 0u);
+  // Small fragments after the last full one are still merged, once.
+  AppendMany(*table, 100, 3, 5);
+  const std::vector<std::string> before = SortedRows(*table);
+  result = table->Compact();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->fragments_removed, 4);  // 10 + 5 + 5 + 5
+  EXPECT_EQ(result->fragments_added, 1);
+  EXPECT_EQ(Stats(*table).num_fragments, 4);
+  result = table->Compact();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->version, 0u);
+  EXPECT_EQ(SortedRows(*table), before);
+}
+
 TEST_F(CompactionTest, InvalidOptionsAreRejected) {
   auto table = Create();
   ASSERT_NE(table, nullptr);
   AppendMany(*table, 0, 2, 10);
   EXPECT_TRUE(table->Compact({.target_rows_per_fragment = 0}).status().IsInvalidArgument());
+  EXPECT_TRUE(table->Compact({.target_bytes_per_fragment = 0}).status().IsInvalidArgument());
   EXPECT_TRUE(
       table->Compact({.materialize_deletions_threshold = 1.5}).status().IsInvalidArgument());
   EXPECT_TRUE(table->Compact({.max_source_fragments = -1}).status().IsInvalidArgument());

@@ -133,7 +133,10 @@ class FragmentSetWriterImpl final : public FragmentSetWriter {
     const int64_t rows = fragment_rows_;
     fragment_rows_ = 0;
     if (rows == 0) return Status::OK();
+    // Recorded so that compaction can tell a fragment cut at the byte limit from a small one.
+    const int64_t uncompressed_bytes = writer->bytes_buffered();
     STRATA_ASSIGN_OR_RETURN(pb::DataFile file, writer->Finish());
+    file.set_uncompressed_bytes(uncompressed_bytes);
     pb::Fragment fragment;
     fragment.set_id(0);
     fragment.set_physical_rows(rows);
