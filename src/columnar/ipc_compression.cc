@@ -59,15 +59,29 @@ Result<int64_t> CompressZstd(const Buffer& raw, int level, uint8_t* dst, int64_t
   return static_cast<int64_t>(n);
 }
 
-Status DecompressLz4(const Buffer& payload, uint8_t* dst, int64_t declared,
-                     const std::string& where) {
+using Lz4DecompressionContext = std::unique_ptr<LZ4F_dctx, Lz4DecompressionContextFree>;
+
+Result<Lz4DecompressionContext> NewLz4DecompressionContext() {
   LZ4F_dctx* raw_dctx = nullptr;
   const size_t created = LZ4F_createDecompressionContext(&raw_dctx, LZ4F_VERSION);
   if (LZ4F_isError(created)) {
     return Status::Internal(
         fmt::format("LZ4 decompression context: {}", LZ4F_getErrorName(created)));
   }
-  std::unique_ptr<LZ4F_dctx, Lz4DecompressionContextFree> dctx(raw_dctx);
+  return Lz4DecompressionContext(raw_dctx);
+}
+
+Status DecompressLz4(const Buffer& payload, uint8_t* dst, int64_t declared,
+                     const std::string& where) {
+  // One context per thread, reused: a fresh one allocates its block buffers again for every
+  // buffer. A previous call may have stopped mid-frame or on an error, so the context is reset
+  // to a clean state first.
+  thread_local Lz4DecompressionContext dctx;
+  if (dctx == nullptr) {
+    STRATA_ASSIGN_OR_RETURN(dctx, NewLz4DecompressionContext());
+  } else {
+    LZ4F_resetDecompressionContext(dctx.get());
+  }
   const uint8_t* src = payload.data();
   size_t src_left = static_cast<size_t>(payload.size());
   size_t dst_left = static_cast<size_t>(declared);
@@ -107,10 +121,21 @@ Status DecompressLz4(const Buffer& payload, uint8_t* dst, int64_t declared,
   return Status::OK();
 }
 
+struct ZstdDecompressionContextFree {
+  void operator()(ZSTD_DCtx* dctx) const { ZSTD_freeDCtx(dctx); }
+};
+
 Status DecompressZstd(const Buffer& payload, uint8_t* dst, int64_t declared,
                       const std::string& where) {
-  const size_t n = ZSTD_decompress(dst, static_cast<size_t>(declared), payload.data(),
-                                   static_cast<size_t>(payload.size()));
+  // One context per thread, reused: ZSTD_decompress would allocate and initialise a fresh one
+  // (~100 KB) for every buffer. ZSTD_decompressDCtx starts every frame from a clean state
+  // (also after a failed call) and no dictionary or parameter is ever set on the context, so
+  // the result is the same.
+  thread_local std::unique_ptr<ZSTD_DCtx, ZstdDecompressionContextFree> dctx;
+  if (dctx == nullptr) dctx.reset(ZSTD_createDCtx());
+  if (dctx == nullptr) return Status::Internal("zstd: cannot create a decompression context");
+  const size_t n = ZSTD_decompressDCtx(dctx.get(), dst, static_cast<size_t>(declared),
+                                       payload.data(), static_cast<size_t>(payload.size()));
   if (ZSTD_isError(n)) {
     return Status::Corruption(fmt::format("{}: invalid zstd data (declared {} bytes): {}", where,
                                           declared, ZSTD_getErrorName(n)));
@@ -215,7 +240,7 @@ Result<Buffer> DecompressBuffer(Compression codec, const Buffer& stored, int64_t
   if (declared == 0) return Buffer();
   *budget -= declared;
   BufferBuilder out;
-  out.Resize(declared);
+  out.ResizeForOverwrite(declared);  // the decompressors check they filled all of it
   if (codec == Compression::kZstd) {
     STRATA_RETURN_IF_ERROR(DecompressZstd(payload, out.mutable_data(), declared, where));
   } else {

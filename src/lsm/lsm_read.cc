@@ -6,14 +6,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 #include "lsm/key.h"
 #include "lsm/layout.h"
 #include "strata/builder.h"
+#include "util/checksum.h"
 
 namespace strata::lsm {
 namespace {
@@ -162,11 +163,12 @@ class Sink {
   std::vector<RecordBatch> out_;
 };
 
-// Candidate rows (newest of their key, live) in the work schema: the filter, then the
-// projection, then the sink.
-Status Emit(const ReadPlan& plan, const RecordBatch& candidates, Sink& sink) {
+// Candidate rows (newest of their key, live) in the work schema: the filter (unless the
+// source already applied it), then the projection, then the sink.
+Status Emit(const ReadPlan& plan, const RecordBatch& candidates, Sink& sink,
+            bool filtered = false) {
   RecordBatch batch = candidates;
-  if (plan.filter) {
+  if (plan.filter && !filtered) {
     STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> selected, expr::Select(*plan.filter, batch));
     if (selected.empty()) return Status::OK();
     STRATA_ASSIGN_OR_RETURN(batch, TakeRows(batch, selected));
@@ -176,7 +178,8 @@ Status Emit(const ReadPlan& plan, const RecordBatch& candidates, Sink& sink) {
   return Status::OK();
 }
 
-using KeySet = std::unordered_set<std::string>;
+using internal::KeyColumnView;
+using internal::KeySet;
 
 Status ScanMemTable(const MemTableSnapshot& snapshot, const ReadPlan& plan, KeySet& seen,
                     Sink& sink) {
@@ -191,7 +194,7 @@ Status ScanMemTable(const MemTableSnapshot& snapshot, const ReadPlan& plan, KeyS
           fmt::format("memtable batch {} has {} rows but {} keys", b, rows, mb.keys.size()));
     }
     for (int64_t r = rows; r-- > 0;) {
-      if (seen.insert(mb.keys[r]).second && !mb.tombstone) winners[b].push_back(r);
+      if (seen.Insert(mb.keys[r]) && !mb.tombstone) winners[b].push_back(r);
     }
     std::reverse(winners[b].begin(), winners[b].end());
   }
@@ -235,33 +238,71 @@ Result<Array> TombstoneColumn(const RecordBatch& batch, const std::string& what)
   return tombstones;
 }
 
-Status ScanGeneration(const Generation& generation, const ReadPlan& plan, KeySet& seen,
-                      Sink& sink) {
-  const std::string what = GenerationName(generation);
-  table::ScanOptions options;
-  options.columns = WithTombstone(plan.work_names);
+// Batches of `generation` scanned with `options`, each passed to `visit` until it returns
+// an error or the sink is full (nothing older can reach the output then).
+template <typename Visit>
+Status ForEachGenerationBatch(const Generation& generation, const table::ScanOptions& options,
+                              const std::string& what, const Sink& sink, Visit visit) {
   Result<std::unique_ptr<table::BatchIterator>> it = generation.table()->Scan(options);
   if (!it.ok()) return it.status().WithContext(what);
-  const std::string& key_name = plan.work_names[plan.work_key];
-  while (true) {
-    // Nothing older can reach the output once it is full.
-    if (sink.full()) return Status::OK();
+  while (!sink.full()) {
     Result<std::optional<RecordBatch>> next = (*it)->Next();
     if (!next.ok()) return next.status().WithContext(what);
     if (!*next) return Status::OK();
-    const RecordBatch& batch = **next;
-    STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys,
-                            EncodeKeys(batch.column(plan.work_key), key_name));
-    STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
-    // A generation holds one row per key, so the first sighting is this generation's row.
-    std::vector<int64_t> live;
-    for (int64_t r = 0; r < batch.num_rows(); ++r) {
-      if (seen.insert(std::move(keys[r])).second && !tombstones.BoolValue(r)) live.push_back(r);
-    }
-    if (live.empty()) continue;
-    STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, GenerationRows(batch, plan, live, what));
-    STRATA_RETURN_IF_ERROR(Emit(plan, candidates, sink));
+    STRATA_RETURN_IF_ERROR(visit(**next));
   }
+  return Status::OK();
+}
+
+// A generation holds one row per key, so a key met for the first time in it is its row.
+Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::string_view filter,
+                      KeySet& seen, Sink& sink) {
+  const std::string what = GenerationName(generation);
+  const std::string& key_name = plan.work_names[plan.work_key];
+  table::ScanOptions rows_options;
+  rows_options.columns = WithTombstone(plan.work_names);
+  if (!plan.filter) {
+    // One pass: every row, its key remembered as it is met.
+    return ForEachGenerationBatch(
+        generation, rows_options, what, sink, [&](const RecordBatch& batch) -> Status {
+          STRATA_ASSIGN_OR_RETURN(KeyColumnView keys,
+                                  KeyColumnView::Make(batch.column(plan.work_key), key_name));
+          STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
+          std::vector<int64_t> live;
+          for (int64_t r = 0; r < batch.num_rows(); ++r) {
+            if (seen.Insert(keys[r]) && !tombstones.BoolValue(r)) live.push_back(r);
+          }
+          if (live.empty()) return Status::OK();
+          STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, GenerationRows(batch, plan, live, what));
+          return Emit(plan, candidates, sink);
+        });
+  }
+  // First the rows passing the filter, which the generation's table applies itself (batches
+  // its statistics rule out are not read, a key filter uses its key index); `seen` holds only
+  // newer sources' keys during this pass.
+  rows_options.filter = std::string(filter);
+  STRATA_RETURN_IF_ERROR(ForEachGenerationBatch(
+      generation, rows_options, what, sink, [&](const RecordBatch& batch) -> Status {
+        STRATA_ASSIGN_OR_RETURN(KeyColumnView keys,
+                                KeyColumnView::Make(batch.column(plan.work_key), key_name));
+        STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
+        std::vector<int64_t> live;
+        for (int64_t r = 0; r < batch.num_rows(); ++r) {
+          if (!tombstones.BoolValue(r) && !seen.Contains(keys[r])) live.push_back(r);
+        }
+        if (live.empty()) return Status::OK();
+        STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, GenerationRows(batch, plan, live, what));
+        return Emit(plan, candidates, sink, /*filtered=*/true);
+      }));
+  // Then every key, tombstones and rows failing the filter included: each hides older rows.
+  table::ScanOptions keys_options;
+  keys_options.columns = {key_name};
+  return ForEachGenerationBatch(
+      generation, keys_options, what, sink, [&](const RecordBatch& batch) -> Status {
+        STRATA_ASSIGN_OR_RETURN(KeyColumnView keys, KeyColumnView::Make(batch.column(0), key_name));
+        for (int64_t r = 0; r < keys.size(); ++r) seen.Insert(keys[r]);
+        return Status::OK();
+      });
 }
 
 Status ScanBase(const table::Table& base, const ReadPlan& plan, std::string_view filter,
@@ -287,11 +328,11 @@ Status ScanBase(const table::Table& base, const ReadPlan& plan, std::string_view
   while (!sink.full()) {
     STRATA_ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, it->Next());
     if (!batch) return Status::OK();
-    STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys,
-                            EncodeKeys(batch->column(plan.work_key), key_name));
+    STRATA_ASSIGN_OR_RETURN(KeyColumnView keys,
+                            KeyColumnView::Make(batch->column(plan.work_key), key_name));
     std::vector<int64_t> keep;
     for (int64_t r = 0; r < batch->num_rows(); ++r) {
-      if (!seen.contains(keys[r])) keep.push_back(r);
+      if (!seen.Contains(keys[r])) keep.push_back(r);
     }
     if (keep.empty()) continue;
     STRATA_ASSIGN_OR_RETURN(RecordBatch work, Conform(*batch, plan.work_schema, "base table"));
@@ -322,7 +363,9 @@ Result<std::vector<RecordBatch>> LsmScan(const LsmView& view, const LsmScanOptio
   }
   for (const auto& generation : view.generations) {
     if (sink.full()) return sink.Finish();
-    if (generation) STRATA_RETURN_IF_ERROR(ScanGeneration(*generation, plan, seen, sink));
+    if (generation) {
+      STRATA_RETURN_IF_ERROR(ScanGeneration(*generation, plan, options.filter, seen, sink));
+    }
   }
   if (view.base) STRATA_RETURN_IF_ERROR(ScanBase(*view.base, plan, options.filter, seen, sink));
   return sink.Finish();
@@ -521,4 +564,90 @@ Result<RecordBatch> LsmGet(const LsmView& view, const std::vector<expr::Scalar>&
   return ordered.Project(plan.output);
 }
 
+namespace internal {
+namespace {
+
+// Key bytes are copied into shared blocks of this size; a key longer than a quarter of it
+// gets a block of its own, so at most a quarter of a block is wasted at its end.
+constexpr size_t kKeyBlockBytes = 64 << 10;
+constexpr size_t kInitialSlots = 64;
+// A key of no bytes still needs a non-null address (nullptr marks an empty slot).
+constexpr char kNoBytes[1] = {0};
+
+}  // namespace
+
+uint64_t KeySet::DefaultHash(std::string_view key) { return XxHash3_64(key); }
+
+size_t KeySet::FindSlot(std::string_view key, uint64_t hash) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = static_cast<size_t>(hash) & mask;; i = (i + 1) & mask) {
+    const Slot& slot = slots_[i];
+    if (slot.data == nullptr) return i;
+    if (slot.hash == hash && std::string_view(slot.data, slot.size) == key) return i;
+  }
+}
+
+void KeySet::Grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.empty() ? kInitialSlots : old.size() * 2, Slot{});
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& slot : old) {
+    if (slot.data == nullptr) continue;
+    size_t i = static_cast<size_t>(slot.hash) & mask;
+    while (slots_[i].data != nullptr) i = (i + 1) & mask;
+    slots_[i] = slot;
+  }
+}
+
+const char* KeySet::CopyKey(std::string_view key) {
+  if (key.empty()) return kNoBytes;
+  if (key.size() > kKeyBlockBytes / 4) {
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(key.size()));
+    std::memcpy(blocks_.back().get(), key.data(), key.size());
+    return blocks_.back().get();  // free_ still points into the shared block
+  }
+  if (key.size() > free_size_) {
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(kKeyBlockBytes));
+    free_ = blocks_.back().get();
+    free_size_ = kKeyBlockBytes;
+  }
+  char* out = free_;
+  std::memcpy(out, key.data(), key.size());
+  free_ += key.size();
+  free_size_ -= key.size();
+  return out;
+}
+
+bool KeySet::Insert(std::string_view key) {
+  if ((size_ + 1) * 2 > slots_.size()) Grow();
+  const uint64_t hash = hash_(key);
+  Slot& slot = slots_[FindSlot(key, hash)];
+  if (slot.data != nullptr) return false;
+  slot.data = CopyKey(key);
+  slot.hash = hash;
+  slot.size = key.size();
+  ++size_;
+  return true;
+}
+
+bool KeySet::Contains(std::string_view key) const {
+  if (size_ == 0) return false;
+  return slots_[FindSlot(key, hash_(key))].data != nullptr;
+}
+
+Result<KeyColumnView> KeyColumnView::Make(const Array& column, std::string_view column_name) {
+  KeyColumnView out;
+  out.size_ = column.length();
+  const TypeId id = column.type_id();
+  if ((id == TypeId::kUtf8 || id == TypeId::kLargeUtf8) && column.null_count() == 0) {
+    // lsm/key.h: a utf8 key is encoded as its bytes.
+    out.direct_ = true;
+    out.strings_ = column;
+    return out;
+  }
+  STRATA_ASSIGN_OR_RETURN(out.encoded_, EncodeKeys(column, column_name));
+  return out;
+}
+
+}  // namespace internal
 }  // namespace strata::lsm

@@ -7,22 +7,28 @@
 // filter never resurrects an overwritten row. Projection, offset and limit apply after
 // de-duplication and filtering.
 //
-// How: every newer source (memtables, generations) is read whole — only key column,
-// tombstone column and the columns needed — and its keys collected; their surviving rows
-// (newest per key, not tombstoned, passing the filter) come first in the output (memtables
-// first, then generations newest first); then the base table is scanned with the filter
-// pushed down (zone maps, key index) and every row whose key appeared in a newer source
-// is dropped. Order: newer-source rows, then base rows in base scan order.
+// How: every newer source (memtables, generations) is read — only key column, tombstone
+// column and the columns needed — and its keys collected; their surviving rows (newest per
+// key, not tombstoned, passing the filter) come first in the output (memtables first, then
+// generations newest first); then the base table is scanned with the filter pushed down
+// (zone maps, key index) and every row whose key appeared in a newer source is dropped.
+// Memtables, and generations when there is no filter, are read whole in one pass; with a
+// filter a generation is read twice: its rows with the filter pushed down, then only its
+// keys (every key hides older rows, whether its row passed the filter or not). Order:
+// newer-source rows, then base rows in base scan order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lsm/generation.h"
 #include "lsm/memtable.h"
+#include "strata/array.h"
 #include "strata/expr.h"
 #include "strata/record_batch.h"
 #include "strata/status.h"
@@ -64,5 +70,71 @@ Result<RecordBatch> LsmGet(const LsmView& view, const std::vector<expr::Scalar>&
 // Logical row count (live keys) of the view, optionally filtered. Reads the same data as
 // LsmScan with only the key column projected.
 Result<int64_t> LsmCount(const LsmView& view, const std::string& filter = {});
+
+namespace internal {
+
+// Encoded keys (lsm/key.h) a read has met, for newest-wins de-duplication: an open-addressing
+// set of (64-bit hash, key bytes) that copies key bytes into blocks of its own, so adding a
+// key allocates nothing per key. A hash only picks the slot; keys are always compared in
+// full, so different keys with equal hashes stay distinct. Not thread safe.
+class KeySet {
+ public:
+  using HashFunction = uint64_t (*)(std::string_view key);
+  // XxHash3_64 of the key.
+  static uint64_t DefaultHash(std::string_view key);
+
+  // `hash` is replaceable so tests can force collisions.
+  explicit KeySet(HashFunction hash = &DefaultHash) : hash_(hash) {}
+  KeySet(const KeySet&) = delete;
+  KeySet& operator=(const KeySet&) = delete;
+
+  // Adds a copy of `key`; false (and nothing added) when the set already holds it.
+  bool Insert(std::string_view key);
+  bool Contains(std::string_view key) const;
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    const char* data = nullptr;  // nullptr: the slot is empty
+    size_t size = 0;
+  };
+  // The slot holding `key`, or the empty slot where it would go. REQUIRES !slots_.empty().
+  size_t FindSlot(std::string_view key, uint64_t hash) const;
+  void Grow();
+  const char* CopyKey(std::string_view key);
+
+  HashFunction hash_;
+  std::vector<Slot> slots_;  // empty, or a power of two in size and at most half full
+  size_t size_ = 0;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  char* free_ = nullptr;  // the unused tail of the newest shared block
+  size_t free_size_ = 0;
+};
+
+// The encoded keys of a key column, row by row, equal to what EncodeKeys returns but without
+// a string per row: a utf8 key is its own bytes in the column; other key types are encoded
+// by EncodeKeys (8 bytes each, kept inline by std::string). Views stay valid while this
+// object lives.
+class KeyColumnView {
+ public:
+  // The errors of EncodeKeys: InvalidArgument naming `column_name` for a null key or an
+  // unsupported type.
+  static Result<KeyColumnView> Make(const Array& column, std::string_view column_name);
+  int64_t size() const { return size_; }
+  // REQUIRES 0 <= row < size().
+  std::string_view operator[](int64_t row) const {
+    return direct_ ? strings_.StringValue(row) : std::string_view(encoded_[row]);
+  }
+
+ private:
+  bool direct_ = false;
+  int64_t size_ = 0;
+  Array strings_;                     // direct_: the utf8 / large_utf8 column
+  std::vector<std::string> encoded_;  // otherwise: EncodeKeys of the column
+};
+
+}  // namespace internal
 
 }  // namespace strata::lsm

@@ -320,6 +320,39 @@ TEST_F(LsmReadTest, FilterNeverResurrectsAnOverwrittenRow) {
             (std::vector<Row>{{1, "bad", 3}, {2, "bad", 4}}));
 }
 
+TEST_F(LsmReadTest, FilteredGenerationRowsStillHideOlderVersions) {
+  BaseApply({Put(1, "ok", 1), Put(2, "ok", 2), Put(3, "ok", 3), Put(4, "ok", 4)});
+  ASSERT_OK_AND_ASSIGN(auto g1, Gen({Put(1, "ok", 11), Put(2, "ok", 12), Put(5, "ok", 15)}));
+  ASSERT_OK_AND_ASSIGN(auto g2, Gen({Put(1, "bad", 21), Del(2), Put(3, "bad", 23)}));
+  const LsmView view = View({g2, g1});
+
+  LsmScanOptions ok_only;
+  ok_only.filter = "status = 'ok'";
+  // g2's rows fail the filter (or are tombstones) but hide g1's and the base's rows of 1-3.
+  EXPECT_EQ(Scan(view, ok_only), (std::vector<Row>{{5, "ok", 15}, {4, "ok", 4}}));
+  EXPECT_EQ(Count(view, ok_only.filter), 2);
+  ok_only.limit = 1;
+  EXPECT_EQ(Scan(view, ok_only), (std::vector<Row>{{5, "ok", 15}}));
+  ok_only.limit.reset();
+  ok_only.offset = 1;
+  EXPECT_EQ(Scan(view, ok_only), (std::vector<Row>{{4, "ok", 4}}));
+
+  LsmScanOptions big_n;
+  big_n.filter = "n > 10";
+  EXPECT_EQ(Scan(view, big_n), (std::vector<Row>{{1, "bad", 21}, {3, "bad", 23}, {5, "ok", 15}}));
+  for (const char* hidden : {"id = 2", "id = 1 AND status = 'ok'", "n = 12", "n < 4"}) {
+    LsmScanOptions options;
+    options.filter = hidden;
+    EXPECT_EQ(Scan(view, options), std::vector<Row>{}) << hidden;
+    EXPECT_EQ(Count(view, hidden), 0) << hidden;
+  }
+  // Projection without the filter's column.
+  LsmScanOptions ids_only;
+  ids_only.filter = "status = 'ok'";
+  ids_only.columns = {"id"};
+  EXPECT_EQ(Scan(view, ids_only), (std::vector<Row>{{5, "", std::nullopt}, {4, "", std::nullopt}}));
+}
+
 TEST_F(LsmReadTest, OffsetAndLimitPageTheDeduplicatedResult) {
   std::vector<Op> base_ops;
   for (int64_t i = 0; i < 30; ++i) base_ops.push_back(Put(i, "b", i));
@@ -620,3 +653,127 @@ TEST_F(LsmReadTest, RandomizedMatchesModel) {
 
 }  // namespace
 }  // namespace strata::lsm
+
+namespace strata::lsm::internal {
+namespace {
+
+// Sets of strings built from a few letters (so prefixes and near-duplicates abound) plus a
+// few long keys that get blocks of their own.
+std::vector<std::string> AwkwardKeys(std::mt19937_64& rng, int count) {
+  std::vector<std::string> keys = {"",
+                                   "a",
+                                   "aa",
+                                   "ab",
+                                   "ba",
+                                   std::string(1, '\0'),
+                                   std::string(2, '\0'),
+                                   std::string(40 << 10, 'x'),
+                                   std::string(40 << 10, 'x') + "y"};
+  while (static_cast<int>(keys.size()) < count) {
+    std::string key(rng() % 24, ' ');
+    for (char& c : key) c = "ab\0z"[rng() % 4];
+    keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
+void ExpectMatchesStdSet(KeySet::HashFunction hash, uint64_t seed, int count) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> keys = AwkwardKeys(rng, count);
+  KeySet set(hash);
+  std::set<std::string> model;
+  for (int round = 0; round < 2; ++round) {
+    for (const std::string& key : keys) {
+      EXPECT_EQ(set.Contains(key), model.contains(key)) << "round " << round;
+      EXPECT_EQ(set.Insert(key), model.insert(key).second) << "round " << round;
+      EXPECT_TRUE(set.Contains(key));
+    }
+    std::shuffle(keys.begin(), keys.end(), rng);
+  }
+  EXPECT_EQ(set.size(), model.size());
+  // Keys never inserted, including extensions and truncations of inserted ones.
+  for (const std::string& key : model) {
+    for (std::string other : {key + "q", key.empty() ? std::string("q") : key.substr(1)}) {
+      EXPECT_EQ(set.Contains(other), model.contains(other)) << other.size();
+    }
+  }
+}
+
+TEST(KeySetTest, MatchesStdSet) {
+  const uint64_t seed = strata::testing::TestSeed();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  ExpectMatchesStdSet(&KeySet::DefaultHash, seed, 3000);
+}
+
+TEST(KeySetTest, DifferentKeysWithEqualHashesStayDistinct) {
+  const uint64_t seed = strata::testing::TestSeed();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  // Every key in one probe chain, starting at the last slot so probing wraps around.
+  ExpectMatchesStdSet([](std::string_view) { return ~uint64_t{0}; }, seed, 300);
+  // Two hashes only: chains interleave.
+  ExpectMatchesStdSet([](std::string_view key) { return uint64_t{key.size() % 2}; }, seed, 300);
+}
+
+TEST(KeySetTest, EmptySetContainsNothing) {
+  KeySet set;
+  EXPECT_TRUE(set.empty());
+  EXPECT_FALSE(set.Contains(""));
+  EXPECT_FALSE(set.Contains("a"));
+  EXPECT_TRUE(set.Insert(""));
+  EXPECT_FALSE(set.empty());
+  EXPECT_TRUE(set.Contains(""));
+  EXPECT_FALSE(set.Contains(std::string(1, '\0')));
+}
+
+void ExpectViewsEqualEncodeKeys(const Array& column) {
+  SCOPED_TRACE(column.type()->ToString());
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> want, EncodeKeys(column, "k"));
+  ASSERT_OK_AND_ASSIGN(KeyColumnView got, KeyColumnView::Make(column, "k"));
+  ASSERT_EQ(got.size(), static_cast<int64_t>(want.size()));
+  for (int64_t r = 0; r < got.size(); ++r) EXPECT_EQ(got[r], want[r]) << "row " << r;
+}
+
+TEST(KeyColumnViewTest, EqualsEncodeKeysForEveryKeyType) {
+  BinaryBuilder strings(utf8());
+  LargeBinaryBuilder large_strings(large_utf8());
+  Int64Builder int64s(int64());
+  Int32Builder int32s(int32());
+  UInt32Builder uint32s(uint32());
+  TimestampBuilder timestamps(timestamp_us());
+  const std::vector<std::string> texts = {"", "b", "a", "0123456789abcdef0123", "b"};
+  const std::vector<int64_t> numbers = {0, -1, 1, -2147483648LL, 2147483647};
+  for (size_t i = 0; i < texts.size(); ++i) {
+    ASSERT_TRUE(strings.Append(texts[i]).ok());
+    ASSERT_TRUE(large_strings.Append(texts[i]).ok());
+    int64s.Append(numbers[i] * 4294967296LL);
+    int32s.Append(static_cast<int32_t>(numbers[i]));
+    uint32s.Append(static_cast<uint32_t>(numbers[i]));
+    timestamps.Append(numbers[i] * 1000);
+  }
+  std::vector<Array> columns = {*strings.Finish(), *large_strings.Finish(), *int64s.Finish(),
+                                *int32s.Finish(),  *uint32s.Finish(),       *timestamps.Finish()};
+  for (const Array& column : columns) {
+    ExpectViewsEqualEncodeKeys(column);
+    ExpectViewsEqualEncodeKeys(column.Slice(2, 3));  // honours the slice offset
+  }
+}
+
+TEST(KeyColumnViewTest, NullsAndUnsupportedTypesFailAsEncodeKeys) {
+  BinaryBuilder strings(utf8());
+  ASSERT_TRUE(strings.Append("a").ok());
+  strings.AppendNull();
+  Float64Builder doubles(float64());
+  doubles.Append(1.5);
+  for (const Array& column : {*strings.Finish(), *doubles.Finish()}) {
+    SCOPED_TRACE(column.type()->ToString());
+    Result<KeyColumnView> got = KeyColumnView::Make(column, "k");
+    Result<std::vector<std::string>> want = EncodeKeys(column, "k");
+    ASSERT_FALSE(want.ok());
+    ASSERT_FALSE(got.ok());
+    EXPECT_TRUE(got.status().IsInvalidArgument()) << got.status();
+    EXPECT_EQ(got.status().message(), want.status().message());
+  }
+}
+
+}  // namespace
+}  // namespace strata::lsm::internal

@@ -2,6 +2,9 @@
 // from schema columns to file columns, per-batch statistics for pruning, and its deletions.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "table/table_internal.h"
 
 namespace strata::table::internal {
@@ -67,7 +70,14 @@ Result<FragmentReader> FragmentReader::Open(TableContext& context, const Snapsho
     }
   }
 
+  // Per file, the highest file column a schema column comes from (-1: none): a batch's
+  // statistics entries suffice when they reach it.
+  std::vector<int> highest_column(reader.files_.size(), -1);
+  for (auto [f, c] : reader.column_source_) {
+    if (f >= 0) highest_column[f] = std::max(highest_column[f], c);
+  }
   int64_t offset = 0;
+  reader.batch_offsets_.reserve(first != nullptr ? first->batches_size() : 0);
   if (first != nullptr) {
     for (int b = 0; b < first->batches_size(); ++b) {
       const int64_t rows = first->batches(b).num_rows();
@@ -77,23 +87,20 @@ Result<FragmentReader> FragmentReader::Open(TableContext& context, const Snapsho
       }
       reader.batch_offsets_.push_back(offset);
       offset += rows;
-      std::vector<expr::ColumnStatistics> stats(num_columns);
-      for (int column = 0; column < num_columns; ++column) {
+      // Statistics are decoded on first use (Statistics()), but a missing entry is found now.
+      bool complete = true;
+      for (size_t f = 0; f < highest_column.size() && complete; ++f) {
+        complete = highest_column[f] < fragment.files(static_cast<int>(f)).batches(b).stats_size();
+      }
+      if (complete) continue;
+      for (int column = 0; column < num_columns; ++column) {  // the first one missing
         auto [f, c] = reader.column_source_[column];
-        if (f < 0) {
-          stats[column].null_count = rows;
-          stats[column].row_count = rows;
-          continue;
-        }
-        const pb::BatchInfo& info = fragment.files(f).batches(b);
-        if (c >= info.stats_size()) {
+        if (f >= 0 && c >= fragment.files(f).batches(b).stats_size()) {
           return Status::Corruption(
               fmt::format("fragment {}: data file {} batch {} lacks statistics for column {}",
                           fragment.id(), fragment.files(f).path(), b, c));
         }
-        stats[column] = StatsFromProto(info.stats(c), rows);
       }
-      reader.statistics_.push_back(std::move(stats));
     }
   }
   if (offset != fragment.physical_rows()) {
@@ -122,7 +129,20 @@ const expr::ColumnStatistics* FragmentReader::Statistics(int batch, int column) 
       column >= static_cast<int>(column_source_.size())) {
     return nullptr;
   }
-  return &statistics_[batch][column];
+  const int64_t slot = int64_t{batch} * static_cast<int64_t>(column_source_.size()) + column;
+  auto it = statistics_.find(slot);
+  if (it != statistics_.end()) return &it->second;
+  const int64_t rows = batch_rows(batch);
+  expr::ColumnStatistics stats;
+  auto [f, c] = column_source_[column];
+  if (f < 0) {
+    stats.null_count = rows;
+    stats.row_count = rows;
+  } else {
+    // Open checked that the entry exists.
+    stats = StatsFromProto(fragment_->files(f).batches(batch).stats(c), rows);
+  }
+  return &statistics_.emplace(slot, std::move(stats)).first->second;
 }
 
 Result<RecordBatch> FragmentReader::ReadBatch(int i, const std::vector<int>& columns) const {

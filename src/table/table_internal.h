@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "strata/expr.h"
@@ -68,7 +69,8 @@ class FragmentReader {
   int64_t batch_offset(int i) const { return batch_offsets_[i]; }
   int64_t batch_rows(int i) const;
   // Statistics of schema column `column` in batch i, for pruning; a column no data file
-  // holds is all null.
+  // holds is all null. Decoded from the manifest on first use and kept for the reader's
+  // lifetime (so a reader is not shared between threads); nullptr when out of range.
   const expr::ColumnStatistics* Statistics(int batch, int column) const;
   // Batch i with every physical row (deleted ones included) and the schema columns
   // `columns`, in that order.
@@ -83,8 +85,10 @@ class FragmentReader {
   // Per schema column: (file index, column in file), or (-1, -1) when no file holds it.
   std::vector<std::pair<int, int>> column_source_;
   std::vector<int64_t> batch_offsets_;
-  // [batch][schema column]
-  std::vector<std::vector<expr::ColumnStatistics>> statistics_;
+  // Decoded statistics by batch * num_columns + schema column. Decoding every batch's
+  // statistics of every column on Open cost more than most reads (a point lookup uses none),
+  // so only those asked for are decoded. Nodes never move, so returned pointers stay valid.
+  mutable std::unordered_map<int64_t, expr::ColumnStatistics> statistics_;
   std::shared_ptr<const DeletionVector> deletions_;
 };
 
