@@ -3,12 +3,7 @@
 // generations and publishes them in the shard manifest (see shard_writer.h).
 #include "lsm/shard_writer.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <deque>
 #include <thread>
 #include <utility>
@@ -34,16 +29,6 @@ const char* SealOutcomeName(SealOutcome outcome) {
 }
 
 namespace {
-
-// Raises the calling thread's nice value by 10 (at most to 19); threads it starts inherit
-// it.
-void LowerThisThreadsPriority() {
-  const auto tid = static_cast<id_t>(::gettid());
-  errno = 0;
-  const int current = ::getpriority(PRIO_PROCESS, tid);
-  if (errno != 0) return;
-  ::setpriority(PRIO_PROCESS, tid, std::min(19, current + 10));
-}
 
 std::string PositionString(const pb::WalPosition& p) {
   return "(" + std::to_string(p.epoch()) + ", " + std::to_string(p.segment()) + ", " +
@@ -348,11 +333,6 @@ struct ShardWriter::Impl {
   }
 
   void FlusherLoop() {
-    // Seals run behind the puts that wait on their own WAL syncs: at a lower CPU priority
-    // (inherited by the data file's compression threads) they take the cycles the put path
-    // leaves idle instead of stretching every put. Backpressure (max_unflushed_bytes) still
-    // bounds how far they can fall behind. Best effort: a refusal changes nothing else.
-    LowerThisThreadsPriority();
     while (true) {
       std::shared_ptr<MemTable> m;
       {
