@@ -221,6 +221,16 @@ class DataFileWriterImpl final : public DataFileWriter {
     const int64_t n = rows.num_rows();
     int64_t position = 0;
     while (position < n) {
+      // When the pending rows already make at least half a batch and the rest of this input
+      // does not fit beside them, write them as they are instead of splitting the input:
+      // inputs of about a batch each (a memtable's puts) then go out without being cut and
+      // concatenated again.
+      if (pending_rows_ > 0 && 2 * pending_bytes_ >= options_.max_bytes_per_batch &&
+          (pending_rows_ + (n - position) > options_.max_rows_per_batch ||
+           pending_bytes_ + BatchRangeBytes(rows, position, n) > options_.max_bytes_per_batch)) {
+        STRATA_RETURN_IF_ERROR(Track(FlushPending()));
+        continue;
+      }
       const int64_t limit = std::min(options_.max_rows_per_batch - pending_rows_, n - position);
       // The most rows from `position` that keep the pending batch within the byte limit.
       int64_t lo = 0;
