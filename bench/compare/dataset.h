@@ -1,0 +1,84 @@
+// The compare suite's deterministic data set: rollout-like rows, the ids each read workload
+// asks for, the rows that overwrite 10% of the keys, single-row puts and float32 vectors.
+// Every engine gets the same data from the same seed; Node peers read the files that
+// WriteDatasetFiles puts beside it (docs in bench/compare/README.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strata/status.h"
+
+namespace strata::bench::compare {
+
+struct BenchRow {
+  std::string id;              // 16 lowercase hex digits, random order
+  std::string rollout_id;      // "roll-%07d"; ~8 rows per rollout
+  std::string policy_version;  // "v0".."v7"
+  std::string role;            // "assistant", "tool", "grade"
+  int32_t sequence_order = 0;
+  float reward = 0;  // k / 1024 for an integer k in [0, 1024): exact in float and double
+  std::vector<int32_t> input_tokens;   // 16..64 tokens
+  std::vector<int32_t> output_tokens;  // 16..64 tokens
+  std::string text;                    // 1..2 KiB of pseudo-English words
+
+  // The bytes a row carries (strings + 4 per int/float/token): the numerator of every MB/s.
+  int64_t LogicalBytes() const;
+};
+
+struct DatasetSizes {
+  int64_t rows = 1'000'000;
+  int64_t batch_rows = 256;
+  int64_t lookups = 10'000;         // W4, 10% of them missing ids
+  int64_t get_many_batches = 100;   // W5
+  int64_t get_many_ids = 512;       //     ids per batch (all present)
+  double overwrite_fraction = 0.1;  // W6
+  int64_t puts_per_writer = 500;    // W2, each writer's own rows
+  std::vector<int> put_writers = {1, 8};
+  int64_t vectors = 100'000;  // W8
+  int vector_dim = 1536;
+  int vector_queries = 10;
+  int top_k = 10;
+  uint64_t seed = 20261130;
+};
+
+struct ScanSpec {  // W3
+  std::string policy_version = "v3";
+  float reward_gt = 0.5f;
+  std::vector<std::string> columns = {"id", "sequence_order", "reward"};
+  // As an SQL / strata expression: policy_version = 'v3' AND reward > 0.5
+  std::string Predicate() const;
+};
+
+struct Dataset {
+  DatasetSizes sizes;
+  std::vector<BenchRow> rows;           // ingest order; batch b = rows[b*batch_rows, ...)
+  std::vector<std::string> lookup_ids;  // W4, request order
+  std::vector<std::vector<std::string>> get_many_ids;  // W5
+  // W6: same ids as existing rows (the first overwrite_fraction of a shuffled order) with
+  // sequence_order + 1'000'000 and new text; readers must see these values.
+  std::vector<BenchRow> overwrite_rows;
+  // W2: rows for writer w of a run with N writers are put_rows[w * puts_per_writer, ...);
+  // ids start with "put-" so they never collide with `rows`. Each run uses its own table.
+  std::vector<BenchRow> put_rows;
+  std::vector<std::string> vector_ids;  // W8: "vec-%07d"
+  std::vector<float> vectors;           // row-major, vectors x vector_dim
+  std::vector<float> queries;           // vector_queries x vector_dim
+  ScanSpec scan;
+
+  int64_t batch_count() const;
+  int64_t LogicalBytes() const;  // of `rows`
+};
+
+// Generates everything from sizes.seed (the same sizes and seed give identical data).
+Dataset GenerateDataset(const DatasetSizes& sizes);
+
+// Writes the files Node peers read into `dir` (created): rows.arrows, overwrite.arrows,
+// puts.arrows (Arrow IPC streams, uncompressed, batches of batch_rows; columns as BenchRow,
+// reward float32, tokens list<int32>), vectors.f32 and queries.f32 (raw little-endian
+// float32, row-major), vector_ids.json, and params.json (sizes, scan spec, lookup_ids,
+// get_many_ids, expected answer counts).
+Status WriteDatasetFiles(const Dataset& data, const std::string& dir);
+
+}  // namespace strata::bench::compare

@@ -1,0 +1,189 @@
+// The compare suite's data set: the same seed gives the same data, its shape is what
+// dataset.h documents, and the files the Node peers read are valid Arrow IPC and JSON.
+#include "dataset.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <unordered_set>
+
+#include "answers.h"
+#include "report.h"
+#include "strata/ipc.h"
+#include "strata/record_batch.h"
+
+namespace strata::bench::compare {
+namespace {
+
+DatasetSizes Small() {
+  DatasetSizes s;
+  s.rows = 2000;
+  s.lookups = 300;
+  s.get_many_batches = 3;
+  s.get_many_ids = 50;
+  s.puts_per_writer = 10;
+  s.vectors = 400;
+  s.vector_dim = 16;
+  s.vector_queries = 3;
+  return s;
+}
+
+bool IsHexId(const std::string& id) {
+  if (id.size() != 16) return false;
+  for (char c : id) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+TEST(CompareDatasetTest, SameSeedGivesSameDataAndOtherSeedDiffers) {
+  const Dataset a = GenerateDataset(Small());
+  const Dataset b = GenerateDataset(Small());
+  ASSERT_EQ(a.rows.size(), b.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    ASSERT_EQ(a.rows[i].id, b.rows[i].id);
+    ASSERT_EQ(a.rows[i].text, b.rows[i].text);
+    ASSERT_EQ(a.rows[i].output_tokens, b.rows[i].output_tokens);
+  }
+  EXPECT_EQ(a.lookup_ids, b.lookup_ids);
+  EXPECT_EQ(a.get_many_ids, b.get_many_ids);
+  EXPECT_EQ(a.vectors, b.vectors);
+  EXPECT_EQ(ExpectedScan(a), ExpectedScan(b));
+  DatasetSizes other = Small();
+  other.seed += 1;
+  EXPECT_NE(GenerateDataset(other).rows[0].id, a.rows[0].id);
+}
+
+TEST(CompareDatasetTest, ShapeIsAsDocumented) {
+  const DatasetSizes s = Small();
+  const Dataset d = GenerateDataset(s);
+  ASSERT_EQ(static_cast<int64_t>(d.rows.size()), s.rows);
+  std::unordered_set<std::string> ids;
+  for (const BenchRow& r : d.rows) {
+    EXPECT_TRUE(IsHexId(r.id)) << r.id;
+    EXPECT_TRUE(ids.insert(r.id).second) << "duplicate id " << r.id;
+    EXPECT_TRUE(r.rollout_id.starts_with("roll-")) << r.rollout_id;
+    EXPECT_EQ(r.policy_version.size(), 2u);
+    EXPECT_TRUE(r.role == "assistant" || r.role == "tool" || r.role == "grade") << r.role;
+    const float k = r.reward * 1024;
+    EXPECT_EQ(k, static_cast<float>(static_cast<int>(k)));
+    EXPECT_GE(r.input_tokens.size(), 16u);
+    EXPECT_LE(r.output_tokens.size(), 64u);
+    EXPECT_GE(r.text.size(), 1024u);
+    EXPECT_LE(r.text.size(), 2048u);
+  }
+  int misses = 0;
+  for (const std::string& id : d.lookup_ids) {
+    EXPECT_TRUE(IsHexId(id)) << id;
+    misses += ids.count(id) == 0;
+  }
+  EXPECT_EQ(misses, s.lookups / 10);
+  ASSERT_EQ(static_cast<int64_t>(d.get_many_ids.size()), s.get_many_batches);
+  for (const auto& batch : d.get_many_ids) {
+    EXPECT_EQ(static_cast<int64_t>(batch.size()), s.get_many_ids);
+    EXPECT_EQ(std::set<std::string>(batch.begin(), batch.end()).size(), batch.size());
+    for (const std::string& id : batch) EXPECT_EQ(ids.count(id), 1u) << id;
+  }
+  EXPECT_EQ(static_cast<int64_t>(d.overwrite_rows.size()), s.rows / 10);
+  std::set<std::string> overwritten;
+  for (const BenchRow& r : d.overwrite_rows) {
+    EXPECT_EQ(ids.count(r.id), 1u);
+    EXPECT_TRUE(overwritten.insert(r.id).second);
+    EXPECT_GE(r.sequence_order, 1'000'000);
+  }
+  EXPECT_EQ(static_cast<int64_t>(d.put_rows.size()), s.puts_per_writer * 8);
+  for (const BenchRow& r : d.put_rows) EXPECT_TRUE(r.id.starts_with("put-")) << r.id;
+  EXPECT_EQ(d.vectors.size(), static_cast<size_t>(s.vectors * s.vector_dim));
+  EXPECT_EQ(d.vector_ids[7], "vec-0000007");
+  EXPECT_EQ(d.scan.Predicate(), "policy_version = 'v3' AND reward > 0.5");
+  EXPECT_GT(ExpectedScan(d).count, 0);
+  EXPECT_EQ(ExpectedLookup(d).count, s.lookups - s.lookups / 10);
+  EXPECT_EQ(ExpectedVector(d).count, s.vector_queries);
+}
+
+TEST(CompareDatasetTest, FilesAreReadableArrowAndJson) {
+  const Dataset d = GenerateDataset(Small());
+  const char* base = ::getenv("STRATA_TEST_TMPDIR");
+  const std::filesystem::path dir =
+      std::filesystem::path(base ? base : ::testing::TempDir()) / "compare-dataset-files";
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(WriteDatasetFiles(d, dir.string()).ok());
+
+  std::ifstream in(dir / "rows.arrows", std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  const std::string stream = bytes.str();
+  auto batches = ipc::ReadStream(Buffer::Copy(stream));
+  ASSERT_TRUE(batches.ok()) << batches.status().ToString();
+  int64_t rows = 0;
+  for (const RecordBatch& b : *batches) {
+    EXPECT_LE(b.num_rows(), d.sizes.batch_rows);
+    rows += b.num_rows();
+    EXPECT_EQ(b.schema()->ToString(), (*batches)[0].schema()->ToString());
+  }
+  EXPECT_EQ(rows, static_cast<int64_t>(d.rows.size()));
+  EXPECT_EQ((*batches)[0].num_columns(), 9);
+
+  std::ifstream params_in(dir / "params.json");
+  const nlohmann::json params = nlohmann::json::parse(params_in);
+  EXPECT_EQ(params["sizes"]["rows"], d.sizes.rows);
+  EXPECT_EQ(params["sizes"]["put_writers"], nlohmann::json({1, 8}));
+  EXPECT_EQ(params["scan"]["predicate"], d.scan.Predicate());
+  EXPECT_EQ(params["lookup_ids"].size(), d.lookup_ids.size());
+  EXPECT_EQ(params["get_many_ids"].size(), d.get_many_ids.size());
+  EXPECT_EQ(params["overwrite_rows"], d.overwrite_rows.size());
+  EXPECT_EQ(std::filesystem::file_size(dir / "vectors.f32"), d.vectors.size() * sizeof(float));
+  std::filesystem::remove_all(dir);
+}
+
+Outcome Answered(Answer answer, int64_t total_rows = -1) {
+  Outcome o;
+  o.kind = Outcome::Kind::kOk;
+  o.result.answer = std::move(answer);
+  o.result.total_rows = total_rows;
+  return o;
+}
+
+TEST(CompareAnswersTest, DisagreementAndWrongRowCountsAreMismatches) {
+  const Dataset d = GenerateDataset(Small());
+  RunReport report;
+  report.sizes = d.sizes;
+  report.engines.resize(3);
+  report.engines[0].label = "strata";
+  report.engines[1].label = "sqlite";
+  report.engines[2].label = "duckdb";
+  report.steps = {{Workload::kScan, 0}, {Workload::kOverwrite, 0}};
+  report.expected["W3"] = ExpectedScan(d);
+  report.expected["W6"] = ExpectedOverwrite(d);
+  report.outcomes["W3"] = {Answered(ExpectedScan(d)), Answered(ExpectedScan(d)), Outcome{}};
+  report.outcomes["W6"] = {Answered(ExpectedOverwrite(d), d.sizes.rows),
+                           Answered(ExpectedOverwrite(d), d.sizes.rows), Outcome{}};
+  EXPECT_TRUE(CheckAnswers(&report));
+
+  Answer wrong = ExpectedScan(d);
+  wrong.count -= 1;
+  report.outcomes["W3"][2] = Answered(wrong);
+  EXPECT_FALSE(CheckAnswers(&report));
+  ASSERT_EQ(report.checks.size(), 2u);
+  EXPECT_EQ(report.checks[0].engines_checked, 3);
+  EXPECT_FALSE(report.checks[0].problems.empty());
+  EXPECT_TRUE(report.checks[1].problems.empty());
+
+  report.outcomes["W3"][2] = Answered(ExpectedScan(d));
+  report.outcomes["W6"][1] = Answered(ExpectedOverwrite(d), d.sizes.rows + 5);  // added rows
+  EXPECT_FALSE(CheckAnswers(&report));
+  EXPECT_TRUE(report.checks[0].problems.empty());
+  EXPECT_FALSE(report.checks[1].problems.empty());
+
+  report.outcomes["W6"][1] = Outcome{};
+  report.outcomes["W6"][1].kind = Outcome::Kind::kOk;  // ran, but gave no answer
+  EXPECT_FALSE(CheckAnswers(&report));
+}
+
+}  // namespace
+}  // namespace strata::bench::compare

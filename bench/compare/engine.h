@@ -1,0 +1,105 @@
+// One engine under comparison: strata, or a peer (SQLite, RocksDB, and LanceDB / DuckDB
+// through a Node process). The driver (main.cc) calls the workloads in order, rotating the
+// engine order per workload so machine drift hits every engine alike. Each call times only
+// its own work and returns the answer the driver compares across engines.
+//
+// Answers (identical definitions in C++ and in bench/compare/node/*.mjs; digest = lowercase
+// hex SHA-256 of the lines, each ending in '\n'):
+//   W3 scan:      one line "id\tsequence_order\treward_k" per matching row, sorted by id,
+//                 where reward_k = round(reward * 1024); count = matching rows.
+//   W4 lookup:    per requested id in order, "id\tsequence_order" or "id\t-" when absent;
+//                 count = ids found.
+//   W5 get_many:  per batch, per id in request order, as W4; count = ids found.
+//   W6 overwrite: after writing overwrite_rows, read them back; per overwrite row in order,
+//                 "id\tsequence_order" as read; count = rows read back with the new
+//                 sequence_order; total_rows = the engine's count of all rows afterwards
+//                 (must equal sizes.rows: an overwrite never adds a row).
+//   W8 vector:    per query q, "q\tid1,id2,...,id10" ids by ascending L2 distance;
+//                 count = queries answered.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataset.h"
+#include "strata/status.h"
+
+namespace strata::bench::compare {
+
+enum class Workload { kIngest, kPuts, kScan, kLookup, kGetMany, kOverwrite, kCompact, kVector };
+const char* WorkloadName(Workload w);  // "W1 ingest", ...
+
+struct Answer {
+  int64_t count = 0;
+  std::string digest;  // hex SHA-256 (see above)
+  friend bool operator==(const Answer&, const Answer&) = default;
+};
+
+struct StepResult {
+  bool supported = true;
+  std::string unsupported_reason;    // when !supported: why (shown in the table cell)
+  double seconds = 0;                // wall time of the timed part
+  std::vector<double> latencies_us;  // per operation, when the workload has operations
+  int64_t ops = 0;                   // operations timed (batches, puts, lookups, queries)
+  int64_t rows = 0;                  // rows written or returned
+  int64_t bytes = 0;                 // logical bytes written (W1, W2, W6)
+  std::optional<Answer> answer;      // W3-W6, W8
+  int64_t total_rows = -1;           // W6
+  std::string note;                  // anything the report should show beside the figure
+
+  static StepResult Unsupported(std::string reason) {
+    StepResult r;
+    r.supported = false;
+    r.unsupported_reason = std::move(reason);
+    return r;
+  }
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;        // column header: "strata", "sqlite", ...
+  virtual std::string durability() const = 0;  // "fdatasync per commit", "no fsync (...)"
+  virtual std::string settings() const = 0;    // the exact configuration, printed
+  virtual std::string version() const = 0;     // library / package version
+
+  // Creates the engine's store(s) in `dir` (an empty directory owned by this engine; the
+  // driver measures its size on disk for W7).
+  virtual Status Open(const std::string& dir, const Dataset& data) = 0;
+  // W1: every batch durable (at this engine's durability level) before the next.
+  virtual Result<StepResult> Ingest(const Dataset& data) = 0;
+  // W2: `writers` threads (or async writers) each put their puts_per_writer rows one at a
+  // time, each durable before that writer's next; latencies per put. Uses a table of its
+  // own per call so W3-W6 see only `rows`.
+  virtual Result<StepResult> Puts(const Dataset& data, int writers) = 0;
+  virtual Result<StepResult> Scan(const Dataset& data) = 0;       // W3
+  virtual Result<StepResult> Lookup(const Dataset& data) = 0;     // W4
+  virtual Result<StepResult> GetMany(const Dataset& data) = 0;    // W5
+  virtual Result<StepResult> Overwrite(const Dataset& data) = 0;  // W6
+  // W7: the engine's own merge / compaction / vacuum until its files are steady; the
+  // driver measures bytes on disk before and after.
+  virtual Result<StepResult> Compact() = 0;
+  virtual Result<StepResult> VectorSearch(const Dataset& data) = 0;  // W8
+  virtual Status Close() = 0;
+};
+
+// Factories (each in its own file). `fsync` false gives strata's process-crash durability
+// (the level Lance runs at on a local filesystem).
+std::unique_ptr<Engine> MakeStrataEngine(bool fsync);
+std::unique_ptr<Engine> MakeSqliteEngine();
+std::unique_ptr<Engine> MakeRocksDbEngine();
+struct NodePeerOptions {
+  std::string node = "node";  // executable
+  std::string script;         // bench/compare/node/peer.mjs
+  std::string data_dir;       // where WriteDatasetFiles wrote the files
+};
+// engine: "lancedb", "lancedb-lsm" or "duckdb". Open fails with a clear message (naming
+// bench/compare/node/install) when node or the npm package is missing.
+std::unique_ptr<Engine> MakeNodeEngine(std::string engine, NodePeerOptions options);
+
+// Lines -> lowercase hex SHA-256 (OpenSSL), shared by the C++ engines.
+std::string Sha256Hex(const std::string& text);
+
+}  // namespace strata::bench::compare

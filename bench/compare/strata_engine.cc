@@ -1,0 +1,585 @@
+// strata in the compare suite: a StorageBase (the LSM store every typed store is built on)
+// with the bench schema on a local-directory object store, driven as a bulk-ingest user
+// would (large memtables, no merges during ingest, merge + compaction in W7).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../floor.h"
+#include "engine.h"
+#include "strata/builder.h"
+#include "strata/expr.h"
+#include "strata/object_store.h"
+#include "strata/record_batch.h"
+#include "strata/storage_base.h"
+#include "strata/table.h"
+#include "strata/type.h"
+
+namespace strata::bench::compare {
+namespace {
+
+using store::StorageBase;
+
+constexpr int64_t kGetManyChunk = 1024;  // StorageBase::GetMany's key limit per call
+constexpr const char* kRowsPrefix = "rows/";
+constexpr int kMaxCompactions = 8;
+constexpr const char* kNoSyncReason =
+    "same store as strata; run only for the durability comparison";
+
+SchemaPtr BenchSchema() {
+  return schema({field("id", utf8(), false), field("rollout_id", utf8()),
+                 field("policy_version", utf8()), field("role", utf8()),
+                 field("sequence_order", int32()), field("reward", float32()),
+                 field("input_tokens", list(int32())), field("output_tokens", list(int32())),
+                 field("text", utf8())});
+}
+
+// rows[first, first + n) as one batch in the bench schema.
+Result<RecordBatch> EncodeRows(const SchemaPtr& s, const std::vector<BenchRow>& rows, size_t first,
+                               size_t n) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RecordBatchBuilder> b, RecordBatchBuilder::Make(s));
+  auto* id = b->GetAs<BinaryBuilder>(0);
+  auto* rollout = b->GetAs<BinaryBuilder>(1);
+  auto* policy = b->GetAs<BinaryBuilder>(2);
+  auto* role = b->GetAs<BinaryBuilder>(3);
+  auto* seq = b->GetAs<Int32Builder>(4);
+  auto* reward = b->GetAs<Float32Builder>(5);
+  auto* in_tokens = b->GetAs<ListBuilder>(6);
+  auto* out_tokens = b->GetAs<ListBuilder>(7);
+  auto* text = b->GetAs<BinaryBuilder>(8);
+  for (size_t i = first; i < first + n; ++i) {
+    const BenchRow& r = rows[i];
+    STRATA_RETURN_IF_ERROR(id->Append(r.id));
+    STRATA_RETURN_IF_ERROR(rollout->Append(r.rollout_id));
+    STRATA_RETURN_IF_ERROR(policy->Append(r.policy_version));
+    STRATA_RETURN_IF_ERROR(role->Append(r.role));
+    seq->Append(r.sequence_order);
+    reward->Append(r.reward);
+    in_tokens->Append();
+    static_cast<Int32Builder*>(in_tokens->value_builder())
+        ->AppendValues(r.input_tokens.data(), static_cast<int64_t>(r.input_tokens.size()));
+    out_tokens->Append();
+    static_cast<Int32Builder*>(out_tokens->value_builder())
+        ->AppendValues(r.output_tokens.data(), static_cast<int64_t>(r.output_tokens.size()));
+    STRATA_RETURN_IF_ERROR(text->Append(r.text));
+  }
+  return b->Finish();
+}
+
+// `rows` cut into batches of `batch_rows`, each a one-batch Put.
+Result<std::vector<RecordBatch>> EncodeBatches(const SchemaPtr& s,
+                                               const std::vector<BenchRow>& rows,
+                                               int64_t batch_rows) {
+  std::vector<RecordBatch> out;
+  const size_t step = static_cast<size_t>(std::max<int64_t>(1, batch_rows));
+  for (size_t first = 0; first < rows.size(); first += step) {
+    STRATA_ASSIGN_OR_RETURN(RecordBatch batch,
+                            EncodeRows(s, rows, first, std::min(step, rows.size() - first)));
+    out.push_back(std::move(batch));
+  }
+  return out;
+}
+
+int64_t LogicalBytes(const std::vector<BenchRow>& rows) {
+  int64_t n = 0;
+  for (const BenchRow& r : rows) n += r.LogicalBytes();
+  return n;
+}
+
+std::vector<expr::Scalar> Keys(const std::vector<std::string>& ids, size_t first, size_t n) {
+  std::vector<expr::Scalar> keys;
+  keys.reserve(n);
+  for (size_t i = first; i < first + n; ++i) keys.push_back(expr::Scalar::String(ids[i]));
+  return keys;
+}
+
+// id -> sequence_order of every row of `batch` (columns id, sequence_order).
+Status CollectSequence(const RecordBatch& batch, std::unordered_map<std::string, int32_t>* out) {
+  Array id = batch.GetColumnByName("id");
+  Array seq = batch.GetColumnByName("sequence_order");
+  if (!id.is_valid_handle() || !seq.is_valid_handle()) {
+    return Status::Internal(fmt::format("GetMany returned columns without id / sequence_order: {}",
+                                        batch.schema()->ToString()));
+  }
+  for (int64_t i = 0; i < batch.num_rows(); ++i) {
+    (*out)[std::string(id.StringValue(i))] = seq.Value<int32_t>(i);
+  }
+  return Status::OK();
+}
+
+// W4 / W5 lines: "id\tsequence_order" or "id\t-", in request order.
+void AppendLookupLines(const std::vector<std::string>& ids, size_t first, size_t n,
+                       const std::unordered_map<std::string, int32_t>& found, std::string* text,
+                       int64_t* count) {
+  for (size_t i = first; i < first + n; ++i) {
+    auto it = found.find(ids[i]);
+    if (it == found.end()) {
+      *text += ids[i] + "\t-\n";
+    } else {
+      *text += fmt::format("{}\t{}\n", ids[i], it->second);
+      ++*count;
+    }
+  }
+}
+
+// Library calls may throw (std::bad_alloc, std::system_error from threads): turn that into a
+// Status at this boundary.
+template <typename F>
+auto Guard(const char* what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return Status::Internal(fmt::format("strata {}: {}", what, e.what()));
+  }
+}
+
+class StrataEngine final : public Engine {
+ public:
+  explicit StrataEngine(bool fsync) : fsync_(fsync), schema_(BenchSchema()) {}
+
+  std::string name() const override { return fsync_ ? "strata" : "strata-nosync"; }
+
+  std::string durability() const override {
+    return fsync_ ? "fdatasync per Put (WAL group commit)" : "process crash only (no fsync)";
+  }
+
+  std::string settings() const override {
+    const store::StorageBaseOptions o = Options("");
+    const table::TableOptions& t = o.table_options;
+    return fmt::format(
+        "StorageBase on a local object store (LocalObjectStoreOptions.sync={}, mmap_threshold={}); "
+        "key id (utf8); seal_on_put=false (Put durable on return, visible after Flush); "
+        "read_own_writes=false; max_memtable_rows={}, max_memtable_bytes={} MiB, "
+        "max_unflushed_bytes={} MiB (memtables sealed in the background); "
+        "merge_after_generations={} (no merges during ingest; W7 merges), "
+        "merge_max_generations={}, merge_max_bytes={} MiB; "
+        "generation_delete_delay_seconds={}; pending_generations_warn={}, "
+        "pending_generations_max={}; table: compression={}, max_rows_per_fragment={}, "
+        "max_bytes_per_fragment={} MiB, max_rows_per_batch={}, max_bytes_per_batch={} KiB, "
+        "cache_bytes={} MiB; W7: Cleanup until no generation is pending, Compact with the "
+        "default CompactionOptions until nothing to do (at most {}), then "
+        "CleanupOldVersions of the base table (older_than=0, keep 1)",
+        fsync_, LocalObjectStoreOptions{}.mmap_threshold, o.max_memtable_rows,
+        o.max_memtable_bytes >> 20, o.max_unflushed_bytes >> 20, o.merge_after_generations,
+        o.merge_max_generations, o.merge_max_bytes >> 20, o.generation_delete_delay_seconds,
+        o.pending_generations_warn, o.pending_generations_max,
+        t.compression == ipc::Compression::kZstd ? "zstd" : "other", t.max_rows_per_fragment,
+        t.max_bytes_per_fragment >> 20, t.max_rows_per_batch, t.max_bytes_per_batch >> 10,
+        t.cache_bytes >> 20, kMaxCompactions);
+  }
+
+  std::string version() const override {
+#ifdef STRATA_VERSION
+    return std::string("strata ") + STRATA_VERSION + " (this tree)";
+#else
+    return "strata 0.1.0 (this tree)";
+#endif
+  }
+
+  Status Open(const std::string& dir, const Dataset& /*data*/) override {
+    return Guard("open", [&]() -> Status {
+      STRATA_ASSIGN_OR_RETURN(objects_,
+                              OpenLocalObjectStore(dir, LocalObjectStoreOptions{.sync = fsync_}));
+      STRATA_ASSIGN_OR_RETURN(store_, StorageBase::Open(objects_, kRowsPrefix, Options("")));
+      // Claim the shard now so W1 times puts, not the writer's open.
+      return store_->OpenWriter();
+    });
+  }
+
+  Result<StepResult> Ingest(const Dataset& data) override {
+    return Guard("ingest", [&]() -> Result<StepResult> {
+      STRATA_RETURN_IF_ERROR(CheckOpen());
+      STRATA_ASSIGN_OR_RETURN(std::vector<RecordBatch> batches,
+                              EncodeBatches(schema_, data.rows, data.sizes.batch_rows));
+      StepResult r;
+      r.latencies_us.reserve(batches.size());
+      const auto start = Clock::now();
+      for (const RecordBatch& batch : batches) {
+        const auto put_start = Clock::now();
+        STRATA_RETURN_IF_ERROR(store_->Put({batch}));
+        r.latencies_us.push_back(Seconds(put_start) * 1e6);
+      }
+      const auto flush_start = Clock::now();
+      STRATA_RETURN_IF_ERROR(store_->Flush().status());
+      const double flush_seconds = Seconds(flush_start);
+      r.seconds = Seconds(start);
+      r.ops = static_cast<int64_t>(batches.size());
+      r.rows = static_cast<int64_t>(data.rows.size());
+      r.bytes = data.LogicalBytes();
+      STRATA_ASSIGN_OR_RETURN(int64_t pending, store_->PendingGenerations());
+      const double put_seconds = r.seconds - flush_seconds;
+      r.note = fmt::format(
+          "{} Puts of {} rows ({:.2f} s: {:.1f}k rows/s durable in the WAL) + a final Flush "
+          "(seal + publish, {:.2f} s) so every reader sees every row; timed together; {} "
+          "generations pending after",
+          r.ops, data.sizes.batch_rows, put_seconds,
+          static_cast<double>(r.rows) / std::max(put_seconds, 1e-9) / 1e3, flush_seconds,
+          pending);
+      return r;
+    });
+  }
+
+  Result<StepResult> Puts(const Dataset& data, int writers) override {
+    return Guard("puts", [&]() -> Result<StepResult> {
+      const size_t per_writer = static_cast<size_t>(data.sizes.puts_per_writer);
+      const size_t n = per_writer * static_cast<size_t>(writers);
+      if (writers <= 0 || data.put_rows.size() < n) {
+        return Status::InvalidArgument(
+            fmt::format("W2 with {} writers needs {} put rows; the data set has {}", writers, n,
+                        data.put_rows.size()));
+      }
+      std::vector<RecordBatch> rows;
+      rows.reserve(n);
+      for (size_t i = 0; i < n; ++i) {
+        STRATA_ASSIGN_OR_RETURN(RecordBatch row, EncodeRows(schema_, data.put_rows, i, 1));
+        rows.push_back(std::move(row));
+      }
+      // A store of its own per call (own prefix, same object store and durability).
+      if (objects_ == nullptr) return Status::Internal("the strata store is not open");
+      STRATA_ASSIGN_OR_RETURN(
+          std::unique_ptr<StorageBase> s,
+          StorageBase::Open(objects_, fmt::format("puts-{}w/", writers), Options("")));
+      STRATA_RETURN_IF_ERROR(s->OpenWriter());
+
+      std::vector<std::vector<double>> us(static_cast<size_t>(writers));
+      std::vector<Status> errors(static_cast<size_t>(writers));
+      std::atomic<bool> failed{false};
+      const auto start = Clock::now();
+      {
+        std::vector<std::jthread> pool;
+        for (int w = 0; w < writers; ++w) {
+          pool.emplace_back([&, w] {
+            const size_t wi = static_cast<size_t>(w);
+            us[wi].reserve(per_writer);
+            for (size_t i = wi * per_writer; i < (wi + 1) * per_writer && !failed; ++i) {
+              const auto put_start = Clock::now();
+              Status st = s->Put({rows[i]});
+              if (!st.ok()) {
+                errors[wi] = st;
+                failed = true;
+                return;
+              }
+              us[wi].push_back(Seconds(put_start) * 1e6);
+            }
+          });
+        }
+      }
+      StepResult r;
+      r.seconds = Seconds(start);
+      for (const Status& st : errors) STRATA_RETURN_IF_ERROR(st);
+      for (auto& v : us) r.latencies_us.insert(r.latencies_us.end(), v.begin(), v.end());
+      r.ops = static_cast<int64_t>(r.latencies_us.size());
+      r.rows = r.ops;
+      for (size_t i = 0; i < n; ++i) r.bytes += data.put_rows[i].LogicalBytes();
+      STRATA_RETURN_IF_ERROR(s->Close());  // seals the rows into a generation (untimed)
+      r.note = fmt::format(
+          "StorageBase::Put of 1 row per call, {} thread(s) on one handle (concurrent puts "
+          "share WAL syncs); own store at prefix puts-{}w/",
+          writers, writers);
+      return r;
+    });
+  }
+
+  Result<StepResult> Scan(const Dataset& data) override {
+    if (!fsync_) return StepResult::Unsupported(kNoSyncReason);
+    return Guard("scan", [&]() -> Result<StepResult> {
+      STRATA_RETURN_IF_ERROR(CheckOpen());
+      store::ScanRequest request;
+      request.columns = data.scan.columns;
+      request.filter = data.scan.Predicate();
+      const auto start = Clock::now();
+      STRATA_ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, store_->Scan(request));
+      StepResult r;
+      r.seconds = Seconds(start);
+      r.ops = 1;
+      std::vector<std::pair<std::string, std::string>> lines;  // id -> line
+      for (const RecordBatch& b : batches) {
+        Array id = b.GetColumnByName("id");
+        Array seq = b.GetColumnByName("sequence_order");
+        Array reward = b.GetColumnByName("reward");
+        if (!id.is_valid_handle() || !seq.is_valid_handle() || !reward.is_valid_handle()) {
+          return Status::Internal(fmt::format("scan returned columns {}, expected {}",
+                                              b.schema()->ToString(),
+                                              fmt::join(data.scan.columns, ", ")));
+        }
+        for (int64_t i = 0; i < b.num_rows(); ++i) {
+          std::string key(id.StringValue(i));
+          const long reward_k = std::lround(static_cast<double>(reward.Value<float>(i)) * 1024.0);
+          lines.emplace_back(key,
+                             fmt::format("{}\t{}\t{}\n", key, seq.Value<int32_t>(i), reward_k));
+        }
+      }
+      std::sort(lines.begin(), lines.end());
+      std::string text;
+      for (const auto& [key, line] : lines) text += line;
+      r.rows = static_cast<int64_t>(lines.size());
+      r.answer = Answer{r.rows, Sha256Hex(text)};
+      r.note = fmt::format("StorageBase::Scan, filter \"{}\", columns {} ({} batches)",
+                           request.filter, fmt::join(request.columns, ","), batches.size());
+      return r;
+    });
+  }
+
+  Result<StepResult> Lookup(const Dataset& data) override {
+    if (!fsync_) return StepResult::Unsupported(kNoSyncReason);
+    return Guard("lookup", [&]() -> Result<StepResult> {
+      STRATA_RETURN_IF_ERROR(CheckOpen());
+      const std::vector<std::string>& ids = data.lookup_ids;
+      const std::vector<std::string> columns = {"id", "sequence_order"};
+      std::vector<std::vector<expr::Scalar>> keys;
+      keys.reserve(ids.size());
+      for (size_t i = 0; i < ids.size(); ++i) keys.push_back(Keys(ids, i, 1));
+      StepResult r;
+      r.latencies_us.reserve(ids.size());
+      std::unordered_map<std::string, int32_t> found;
+      const auto start = Clock::now();
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const auto get_start = Clock::now();
+        STRATA_ASSIGN_OR_RETURN(RecordBatch b, store_->GetMany(keys[i], columns));
+        r.latencies_us.push_back(Seconds(get_start) * 1e6);
+        STRATA_RETURN_IF_ERROR(CollectSequence(b, &found));
+      }
+      r.seconds = Seconds(start);
+      std::string text;
+      int64_t count = 0;
+      AppendLookupLines(ids, 0, ids.size(), found, &text, &count);
+      r.ops = static_cast<int64_t>(ids.size());
+      r.rows = count;
+      r.answer = Answer{count, Sha256Hex(text)};
+      STRATA_ASSIGN_OR_RETURN(int64_t pending, store_->PendingGenerations());
+      r.note = fmt::format(
+          "StorageBase::GetMany of 1 key per call (strata's point read), columns id, "
+          "sequence_order; {}",
+          pending > 0 ? fmt::format("{} generations pending (merged only in W7)", pending)
+                      : std::string("every row in the base table"));
+      return r;
+    });
+  }
+
+  Result<StepResult> GetMany(const Dataset& data) override {
+    if (!fsync_) return StepResult::Unsupported(kNoSyncReason);
+    return Guard("get_many", [&]() -> Result<StepResult> {
+      STRATA_RETURN_IF_ERROR(CheckOpen());
+      const std::vector<std::string> columns = {"id", "sequence_order"};
+      std::vector<std::vector<expr::Scalar>> keys;
+      for (const auto& ids : data.get_many_ids) {
+        if (static_cast<int64_t>(ids.size()) > kGetManyChunk) {
+          return Status::InvalidArgument(
+              fmt::format("W5 batch of {} ids; StorageBase::GetMany takes at most {}", ids.size(),
+                          kGetManyChunk));
+        }
+        keys.push_back(Keys(ids, 0, ids.size()));
+      }
+      StepResult r;
+      std::vector<RecordBatch> results;
+      results.reserve(keys.size());
+      const auto start = Clock::now();
+      for (const auto& k : keys) {
+        const auto get_start = Clock::now();
+        STRATA_ASSIGN_OR_RETURN(RecordBatch b, store_->GetMany(k, columns));
+        r.latencies_us.push_back(Seconds(get_start) * 1e6);
+        results.push_back(std::move(b));
+      }
+      r.seconds = Seconds(start);
+      std::string text;
+      int64_t count = 0;
+      for (size_t i = 0; i < results.size(); ++i) {
+        std::unordered_map<std::string, int32_t> found;
+        STRATA_RETURN_IF_ERROR(CollectSequence(results[i], &found));
+        const auto& ids = data.get_many_ids[i];
+        AppendLookupLines(ids, 0, ids.size(), found, &text, &count);
+        r.rows += results[i].num_rows();
+      }
+      r.ops = static_cast<int64_t>(keys.size());
+      r.answer = Answer{count, Sha256Hex(text)};
+      r.note = "StorageBase::GetMany of each batch's ids in one call, columns id, sequence_order";
+      return r;
+    });
+  }
+
+  Result<StepResult> Overwrite(const Dataset& data) override {
+    if (!fsync_) return StepResult::Unsupported(kNoSyncReason);
+    return Guard("overwrite", [&]() -> Result<StepResult> {
+      STRATA_RETURN_IF_ERROR(CheckOpen());
+      const std::vector<BenchRow>& rows = data.overwrite_rows;
+      STRATA_ASSIGN_OR_RETURN(std::vector<RecordBatch> batches,
+                              EncodeBatches(schema_, rows, data.sizes.batch_rows));
+      std::vector<std::string> ids;
+      ids.reserve(rows.size());
+      for (const BenchRow& row : rows) ids.push_back(row.id);
+      const std::vector<std::string> columns = {"id", "sequence_order"};
+
+      StepResult r;
+      const auto start = Clock::now();
+      for (const RecordBatch& batch : batches) STRATA_RETURN_IF_ERROR(store_->Put({batch}));
+      STRATA_RETURN_IF_ERROR(store_->Flush().status());
+      const double write_seconds = Seconds(start);
+      std::unordered_map<std::string, int32_t> found;
+      found.reserve(ids.size());
+      for (size_t first = 0; first < ids.size(); first += kGetManyChunk) {
+        const size_t n = std::min<size_t>(kGetManyChunk, ids.size() - first);
+        STRATA_ASSIGN_OR_RETURN(RecordBatch b, store_->GetMany(Keys(ids, first, n), columns));
+        STRATA_RETURN_IF_ERROR(CollectSequence(b, &found));
+      }
+      r.seconds = Seconds(start);
+
+      std::string text;
+      int64_t current = 0;
+      for (const BenchRow& row : rows) {
+        auto it = found.find(row.id);
+        if (it == found.end()) {
+          text += row.id + "\t-\n";
+          continue;
+        }
+        text += fmt::format("{}\t{}\n", row.id, it->second);
+        if (it->second == row.sequence_order) ++current;
+      }
+      r.ops = static_cast<int64_t>(batches.size());
+      r.rows = static_cast<int64_t>(rows.size());
+      r.bytes = LogicalBytes(rows);
+      r.answer = Answer{current, Sha256Hex(text)};
+      STRATA_ASSIGN_OR_RETURN(r.total_rows, store_->Count());
+      r.note =
+          fmt::format("{} Puts of {} rows + Flush {:.2f} s, then GetMany in chunks of {} {:.2f} s",
+                      batches.size(), data.sizes.batch_rows, write_seconds, kGetManyChunk,
+                      r.seconds - write_seconds);
+      return r;
+    });
+  }
+
+  Result<StepResult> Compact() override {
+    if (!fsync_) return StepResult::Unsupported(kNoSyncReason);
+    return Guard("compact", [&]() -> Result<StepResult> {
+      STRATA_RETURN_IF_ERROR(CheckOpen());
+      StepResult r;
+      STRATA_ASSIGN_OR_RETURN(int64_t pending_before, store_->PendingGenerations());
+      const auto start = Clock::now();
+      int passes = 0;
+      int64_t merged_rows = 0;
+      int reclaimed = 0;
+      for (;;) {
+        STRATA_ASSIGN_OR_RETURN(int64_t pending, store_->PendingGenerations());
+        if (pending == 0) break;
+        if (++passes > 10000) {
+          return Status::Internal(
+              fmt::format("{} generations still pending after 10000 Cleanup passes", pending));
+        }
+        STRATA_ASSIGN_OR_RETURN(store::MergeReport m, store_->Cleanup());
+        if (m.generations_reclaimed == 0) {
+          return Status::Internal(
+              fmt::format("Cleanup merged nothing with {} generations pending", pending));
+        }
+        merged_rows += m.rows_merged;
+        reclaimed += m.generations_reclaimed;
+      }
+      const double merge_seconds = Seconds(start);
+      const auto compact_start = Clock::now();
+      table::CompactionOptions compaction;
+      int compactions = 0;
+      int fragments_removed = 0, fragments_added = 0;
+      bool steady = false;
+      while (compactions < kMaxCompactions) {
+        STRATA_ASSIGN_OR_RETURN(table::CompactionResult c, store_->Compact(compaction));
+        if (c.version == 0) {
+          steady = true;
+          break;
+        }
+        ++compactions;
+        fragments_removed += c.fragments_removed;
+        fragments_added += c.fragments_added;
+      }
+      const double compact_seconds = Seconds(compact_start);
+      // Merged generations' files go after generation_delete_delay_seconds on a background
+      // thread, and the base keeps every old version's files until cleaned up: closing the
+      // handle runs the queued deletions now, and CleanupOldVersions drops what only old
+      // versions use. Then reopen for the remaining workloads.
+      const auto cleanup_start = Clock::now();
+      STRATA_RETURN_IF_ERROR(store_->Close());
+      store_.reset();
+      STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> base,
+                              table::Table::Open(objects_, kRowsPrefix));
+      table::CleanupOptions cleanup;
+      cleanup.older_than_micros = 0;
+      cleanup.keep_at_least = 1;
+      STRATA_ASSIGN_OR_RETURN(table::CleanupResult removed, base->CleanupOldVersions(cleanup));
+      base.reset();
+      const double cleanup_seconds = Seconds(cleanup_start);
+      r.seconds = Seconds(start);
+      STRATA_ASSIGN_OR_RETURN(store_, StorageBase::Open(objects_, kRowsPrefix, Options("")));
+      r.ops = passes + compactions;
+      r.rows = merged_rows;
+      r.note = fmt::format(
+          "merge {:.2f} s ({} Cleanup passes, {} of {} generations, {} rows into the base); "
+          "Compact {:.2f} s ({} commits{}, {} -> {} fragments); "
+          "delete merged generations + "
+          "CleanupOldVersions {:.2f} s ({} versions, {} files, {:.1f} MiB)",
+          merge_seconds, passes, reclaimed, pending_before, merged_rows, compact_seconds,
+          compactions,
+          steady ? "" : fmt::format(" (stopped: still not steady after {})", compactions),
+          fragments_removed, fragments_added, cleanup_seconds, removed.versions_removed,
+          removed.files_removed, removed.bytes_removed / 1048576.0);
+      return r;
+    });
+  }
+
+  Result<StepResult> VectorSearch(const Dataset& data) override {
+    (void)data;
+    if (!fsync_) return StepResult::Unsupported(kNoSyncReason);
+    return StepResult::Unsupported("vector search arrives with strata's context store");
+  }
+
+  Status Close() override {
+    return Guard("close", [&]() -> Status {
+      Status st = store_ != nullptr ? store_->Close() : Status::OK();
+      store_.reset();
+      objects_.reset();
+      return st;
+    });
+  }
+
+ private:
+  Status CheckOpen() const {
+    if (store_ == nullptr) return Status::Internal("the strata store is not open (Open failed?)");
+    return Status::OK();
+  }
+
+  // Bulk ingest: memtables bounded by bytes (256 MiB: ~140k rows of the bench's ~1.9 KB) so
+  // 1M rows make a handful of generations; sealing runs in the background beside the puts.
+  // No count-triggered merges: everything pending is merged in W7.
+  store::StorageBaseOptions Options(std::string shard_id) const {
+    store::StorageBaseOptions o;
+    o.schema = schema_;
+    o.key_column = "id";
+    o.shard_id = std::move(shard_id);
+    o.max_memtable_rows = 1'000'000;
+    o.max_memtable_bytes = int64_t{256} << 20;
+    o.max_unflushed_bytes = int64_t{1} << 30;
+    o.merge_after_generations = 0;
+    return o;
+  }
+
+  const bool fsync_;
+  const SchemaPtr schema_;
+  std::shared_ptr<ObjectStore> objects_;
+  std::unique_ptr<StorageBase> store_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> MakeStrataEngine(bool fsync) {
+  return std::make_unique<StrataEngine>(fsync);
+}
+
+}  // namespace strata::bench::compare
