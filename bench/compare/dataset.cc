@@ -150,36 +150,6 @@ SchemaPtr RowSchema() {
                  field("text", utf8(), false)});
 }
 
-Result<RecordBatch> EncodeRows(const SchemaPtr& s, const BenchRow* rows, size_t n) {
-  STRATA_ASSIGN_OR_RETURN(auto builder, RecordBatchBuilder::Make(s));
-  auto* id = builder->GetAs<BinaryBuilder>(0);
-  auto* rollout = builder->GetAs<BinaryBuilder>(1);
-  auto* policy = builder->GetAs<BinaryBuilder>(2);
-  auto* role = builder->GetAs<BinaryBuilder>(3);
-  auto* seq = builder->GetAs<Int32Builder>(4);
-  auto* reward = builder->GetAs<Float32Builder>(5);
-  auto* input = builder->GetAs<ListBuilder>(6);
-  auto* output = builder->GetAs<ListBuilder>(7);
-  auto* text = builder->GetAs<BinaryBuilder>(8);
-  for (size_t i = 0; i < n; ++i) {
-    const BenchRow& r = rows[i];
-    STRATA_RETURN_IF_ERROR(id->Append(r.id));
-    STRATA_RETURN_IF_ERROR(rollout->Append(r.rollout_id));
-    STRATA_RETURN_IF_ERROR(policy->Append(r.policy_version));
-    STRATA_RETURN_IF_ERROR(role->Append(r.role));
-    seq->Append(r.sequence_order);
-    reward->Append(r.reward);
-    input->Append();
-    static_cast<Int32Builder*>(input->value_builder())
-        ->AppendValues(r.input_tokens.data(), static_cast<int64_t>(r.input_tokens.size()));
-    output->Append();
-    static_cast<Int32Builder*>(output->value_builder())
-        ->AppendValues(r.output_tokens.data(), static_cast<int64_t>(r.output_tokens.size()));
-    STRATA_RETURN_IF_ERROR(text->Append(r.text));
-  }
-  return builder->Finish();
-}
-
 Status WriteRowsStream(const std::vector<BenchRow>& rows, int64_t batch_rows,
                        const std::string& path) {
   const SchemaPtr s = RowSchema();
@@ -215,6 +185,36 @@ Status WriteFloats(const std::string& path, const std::vector<float>& v) {
 }
 
 }  // namespace
+
+Result<RecordBatch> EncodeRows(const SchemaPtr& s, const BenchRow* rows, size_t n) {
+  STRATA_ASSIGN_OR_RETURN(auto builder, RecordBatchBuilder::Make(s));
+  auto* id = builder->GetAs<BinaryBuilder>(0);
+  auto* rollout = builder->GetAs<BinaryBuilder>(1);
+  auto* policy = builder->GetAs<BinaryBuilder>(2);
+  auto* role = builder->GetAs<BinaryBuilder>(3);
+  auto* seq = builder->GetAs<Int32Builder>(4);
+  auto* reward = builder->GetAs<Float32Builder>(5);
+  auto* input = builder->GetAs<ListBuilder>(6);
+  auto* output = builder->GetAs<ListBuilder>(7);
+  auto* text = builder->GetAs<BinaryBuilder>(8);
+  for (size_t i = 0; i < n; ++i) {
+    const BenchRow& r = rows[i];
+    STRATA_RETURN_IF_ERROR(id->Append(r.id));
+    STRATA_RETURN_IF_ERROR(rollout->Append(r.rollout_id));
+    STRATA_RETURN_IF_ERROR(policy->Append(r.policy_version));
+    STRATA_RETURN_IF_ERROR(role->Append(r.role));
+    seq->Append(r.sequence_order);
+    reward->Append(r.reward);
+    input->Append();
+    static_cast<Int32Builder*>(input->value_builder())
+        ->AppendValues(r.input_tokens.data(), static_cast<int64_t>(r.input_tokens.size()));
+    output->Append();
+    static_cast<Int32Builder*>(output->value_builder())
+        ->AppendValues(r.output_tokens.data(), static_cast<int64_t>(r.output_tokens.size()));
+    STRATA_RETURN_IF_ERROR(text->Append(r.text));
+  }
+  return builder->Finish();
+}
 
 int64_t BenchRow::LogicalBytes() const {
   return static_cast<int64_t>(id.size() + rollout_id.size() + policy_version.size() + role.size() +
@@ -384,6 +384,7 @@ Status WriteDatasetFiles(const Dataset& data, const std::string& dir) {
                      {"get_many_batches", s.get_many_batches},
                      {"get_many_ids", s.get_many_ids},
                      {"puts_per_writer", s.puts_per_writer},
+                     {"puts_seconds", s.puts_seconds},
                      {"put_writers", s.put_writers},
                      {"vectors", s.vectors},
                      {"vector_dim", s.vector_dim},

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/record_batch.h"
 #include "strata/status.h"
 
 namespace strata::bench::compare {
@@ -35,6 +36,9 @@ struct DatasetSizes {
   int64_t get_many_ids = 512;       //     ids per batch (all present)
   double overwrite_fraction = 0.1;  // W6
   int64_t puts_per_writer = 500;    // W2, each writer's own rows
+  // W2: a writer that has not made its puts after this long stops; the puts it made count
+  // (LanceDB's concurrent adds run at a few per second and would otherwise take minutes).
+  double puts_seconds = 20;
   std::vector<int> put_writers = {1, 8};
   int64_t vectors = 100'000;  // W8
   int vector_dim = 1536;
@@ -70,6 +74,10 @@ struct Dataset {
   int64_t batch_count() const;
   int64_t LogicalBytes() const;  // of `rows`
 };
+
+// rows[0, n) as one batch of `schema`: the 9 columns of BenchRow in its order (utf8, int32,
+// float32 and list<int32> columns; nullability as the schema says).
+Result<RecordBatch> EncodeRows(const SchemaPtr& schema, const BenchRow* rows, size_t n);
 
 // Generates everything from sizes.seed (the same sizes and seed give identical data).
 Dataset GenerateDataset(const DatasetSizes& sizes);

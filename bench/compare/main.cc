@@ -44,6 +44,7 @@ struct Options {
           floor_mib = -1;
   std::vector<int> put_writers;
   double overwrite_fraction = -1;
+  double puts_seconds = -1;
   uint64_t seed = 20261130;
   std::string engines = fmt::format("{}", fmt::join(kAllEngines, ","));
   std::string workloads = "all";
@@ -98,6 +99,7 @@ DatasetSizes SizesFrom(const Options& o) {
     }
   }
   if (o.overwrite_fraction >= 0) s.overwrite_fraction = o.overwrite_fraction;
+  if (o.puts_seconds > 0) s.puts_seconds = o.puts_seconds;
   s.seed = o.seed;
   return s;
 }
@@ -271,8 +273,16 @@ Result<StepResult> RunStep(Engine& engine, const Step& step, const Dataset& data
   switch (step.workload) {
     case Workload::kIngest:
       return engine.Ingest(data);
-    case Workload::kPuts:
-      return engine.Puts(data, step.writers);
+    case Workload::kPuts: {
+      Result<StepResult> r = engine.Puts(data, step.writers);
+      const int64_t planned = data.sizes.puts_per_writer * step.writers;
+      if (r.ok() && r->supported && r->ops < planned) {
+        r->note +=
+            fmt::format("{}stopped by the {:.0f} s budget after {} of {} puts",
+                        r->note.empty() ? "" : "; ", data.sizes.puts_seconds, r->ops, planned);
+      }
+      return r;
+    }
     case Workload::kScan:
       return engine.Scan(data);
     case Workload::kLookup:
@@ -317,7 +327,8 @@ int Run(const Options& o) {
   const bool custom = o.rows >= 0 || o.batch_rows >= 0 || o.lookups >= 0 ||
                       o.get_many_batches >= 0 || o.get_many_ids >= 0 || o.puts_per_writer >= 0 ||
                       o.vectors >= 0 || o.vector_dim >= 0 || o.vector_queries >= 0 ||
-                      o.top_k >= 0 || !o.put_writers.empty() || o.overwrite_fraction >= 0;
+                      o.top_k >= 0 || !o.put_writers.empty() || o.overwrite_fraction >= 0 ||
+                      o.puts_seconds > 0;
   report.size_label =
       custom ? (o.quick ? "--quick with overrides" : "custom") : (o.quick ? "--quick" : "full");
   report.sizes = SizesFrom(o);
@@ -557,6 +568,9 @@ int main(int argc, char** argv) {
   app.add_option("--get-many-batches", o.get_many_batches, "W5 batches (default 100)");
   app.add_option("--get-many-ids", o.get_many_ids, "W5 ids per batch (default 512)");
   app.add_option("--puts", o.puts_per_writer, "W2 puts per writer (default 500)");
+  app.add_option("--puts-seconds", o.puts_seconds,
+                 "W2 time budget: a writer still putting after this many seconds stops, and the "
+                 "puts it made count (default 20)");
   app.add_option("--put-writers", o.put_writers, "W2 writer counts (default 1 8)")->delimiter(',');
   app.add_option("--overwrite-fraction", o.overwrite_fraction, "W6 share of keys (default 0.1)");
   app.add_option("--vectors", o.vectors, "W8 vectors (default 100,000)");

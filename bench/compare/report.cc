@@ -440,11 +440,12 @@ void PrintHeader(const RunReport& report) {
   const double row_bytes = s.rows > 0 ? static_cast<double>(report.logical_bytes) / s.rows : 0;
   fmt::print(
       "data: {} rows ({:.0f} MiB logical, {:.0f} B/row) in batches of {}; W2 {} puts per "
-      "writer; W4 {} lookups (10% misses); W5 {} x {} ids; W6 {:.0f}% overwritten; W8 {} x {} "
+      "writer, at most {:.0f} s; W4 {} lookups (10% misses); W5 {} x {} ids; W6 {:.0f}% "
+      "overwritten; W8 {} x {} "
       "float32 vectors, {} queries, top {}; seed {}\n",
       s.rows, MiB(static_cast<double>(report.logical_bytes)), row_bytes, s.batch_rows,
-      s.puts_per_writer, s.lookups, s.get_many_batches, s.get_many_ids, 100 * s.overwrite_fraction,
-      s.vectors, s.vector_dim, s.vector_queries, s.top_k, s.seed);
+      s.puts_per_writer, s.puts_seconds, s.lookups, s.get_many_batches, s.get_many_ids,
+      100 * s.overwrite_fraction, s.vectors, s.vector_dim, s.vector_queries, s.top_k, s.seed);
   fmt::print("engines:\n");
   for (const EngineColumn& e : report.engines) {
     if (!e.open_error.empty()) {
@@ -546,6 +547,7 @@ Status WriteJsonReport(const RunReport& report, const std::string& path) {
                   {"get_many_ids", s.get_many_ids},
                   {"overwrite_fraction", s.overwrite_fraction},
                   {"puts_per_writer", s.puts_per_writer},
+                  {"puts_seconds", s.puts_seconds},
                   {"put_writers", s.put_writers},
                   {"vectors", s.vectors},
                   {"vector_dim", s.vector_dim},

@@ -31,10 +31,6 @@ constexpr size_t kBlockBytes = 16 << 10;
 constexpr int kBloomBitsPerKey = 10;
 constexpr size_t kVectorLoadRows = 256;  // vectors per WriteBatch of the untimed W8 load
 
-double MicrosSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-
 Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   if (s.ok()) return Status::OK();
   std::string message = std::string(what) + ": " + s.ToString();
@@ -77,7 +73,11 @@ rocksdb::Options TunedOptions() {
   o.error_if_exists = true;
   o.IncreaseParallelism(2);          // one flush + compaction pool sized to the 2 cores
   o.OptimizeLevelStyleCompaction();  // 512 MiB memtable budget
-  o.compression_per_level.clear();   // it leaves L0/L1 uncompressed; use the guide's scheme
+  // It also sets min_write_buffer_number_to_merge = 2; with that, librocksdb 7.8's manual
+  // Flush(wait) of the W8 load hung forever on a last lone immutable memtable (all background
+  // threads idle, seen in a full run). One memtable per flush is RocksDB's own default.
+  o.min_write_buffer_number_to_merge = 1;
+  o.compression_per_level.clear();  // it leaves L0/L1 uncompressed; use the guide's scheme
   o.compression =
       Supported(rocksdb::kLZ4Compression) ? rocksdb::kLZ4Compression : rocksdb::kSnappyCompression;
   o.bottommost_compression =
@@ -174,7 +174,7 @@ class RocksDbEngine final : public Engine {
         const auto t0 = Clock::now();
         STRATA_RETURN_IF_ERROR(
             WriteRows(data.rows, b, std::min(b + batch, data.rows.size()), "W1 ingest"));
-        r.latencies_us.push_back(MicrosSince(t0));
+        r.latencies_us.push_back(row_codec::MicrosSince(t0));
         ++r.ops;
       }
       r.seconds = Seconds(start);
@@ -225,55 +225,30 @@ class RocksDbEngine final : public Engine {
 
   Result<StepResult> Lookup(const Dataset& data) override {
     return Guarded("rocksdb W4 lookup", [&]() -> Result<StepResult> {
-      StepResult r;
-      std::vector<std::optional<int64_t>> found(data.lookup_ids.size());
       rocksdb::PinnableSlice value;
       BenchRow row;
-      const auto start = Clock::now();
-      for (size_t i = 0; i < data.lookup_ids.size(); ++i) {
-        const auto t0 = Clock::now();
-        const std::string& id = data.lookup_ids[i];
-        value.Reset();
-        const rocksdb::Status s = db_->Get(read_options_, rows(), id, &value);
-        if (s.ok()) {
-          STRATA_RETURN_IF_ERROR(
-              row_codec::RowReader(std::string_view(value.data(), value.size())).ReadRow(id, &row));
-          found[i] = row.sequence_order;
-        } else if (!s.IsNotFound()) {
-          return FromRocks(s, "W4 Get " + id);
-        }
-        r.latencies_us.push_back(MicrosSince(t0));
-      }
-      r.seconds = Seconds(start);
-      r.ops = static_cast<int64_t>(data.lookup_ids.size());
-      const auto hits = std::count_if(found.begin(), found.end(), [](auto& f) { return !!f; });
-      r.rows = hits;
-      r.answer = Answer{hits, Sha256Hex(row_codec::KeyedLines(data.lookup_ids, found))};
-      r.note = "Get + decode of the whole row";
-      return r;
+      return row_codec::TimedLookups(
+          data.lookup_ids,
+          [&](const std::string& id) -> Result<std::optional<int64_t>> {
+            value.Reset();
+            const rocksdb::Status s = db_->Get(read_options_, rows(), id, &value);
+            if (s.IsNotFound()) return std::optional<int64_t>();
+            if (!s.ok()) return FromRocks(s, "W4 Get " + id);
+            STRATA_RETURN_IF_ERROR(
+                row_codec::RowReader(std::string_view(value.data(), value.size()))
+                    .ReadRow(id, &row));
+            return std::optional<int64_t>(row.sequence_order);
+          },
+          "Get + decode of the whole row");
     });
   }
 
   Result<StepResult> GetMany(const Dataset& data) override {
     return Guarded("rocksdb W5 get_many", [&]() -> Result<StepResult> {
-      StepResult r;
-      std::string lines;
-      int64_t hits = 0;
-      const auto start = Clock::now();
-      for (const std::vector<std::string>& ids : data.get_many_ids) {
-        const auto t0 = Clock::now();
-        STRATA_ASSIGN_OR_RETURN(std::vector<std::optional<int64_t>> found,
-                                MultiGet(ids.begin(), ids.end()));
-        r.latencies_us.push_back(MicrosSince(t0));
-        hits += std::count_if(found.begin(), found.end(), [](auto& f) { return !!f; });
-        lines += row_codec::KeyedLines(ids, found);
-      }
-      r.seconds = Seconds(start);
-      r.ops = static_cast<int64_t>(data.get_many_ids.size());
-      r.rows = hits;
-      r.answer = Answer{hits, Sha256Hex(lines)};
-      r.note = "one batched MultiGet per batch, each row decoded";
-      return r;
+      return row_codec::TimedGetMany(
+          data.get_many_ids,
+          [&](const std::vector<std::string>& ids) { return MultiGet(ids.begin(), ids.end()); },
+          "one batched MultiGet per batch, each row decoded");
     });
   }
 
@@ -449,14 +424,15 @@ class RocksDbEngine final : public Engine {
             lat.reserve(per_writer);
             std::string value;
             const size_t first = static_cast<size_t>(w) * per_writer;
-            for (size_t i = first; i < first + per_writer; ++i) {
+            const auto until = row_codec::PutsDeadline(data.sizes.puts_seconds);
+            for (size_t i = first; i < first + per_writer && Clock::now() < until; ++i) {
               const auto t0 = Clock::now();
               const BenchRow& row = data.put_rows[i];
               value.clear();
               row_codec::EncodeRow(row, &value);
               STRATA_RETURN_IF_ERROR(
                   FromRocks(db_->Put(write_options_, family, row.id, value), "W2 Put " + row.id));
-              lat.push_back(MicrosSince(t0));
+              lat.push_back(row_codec::MicrosSince(t0));
             }
             return Status::OK();
           });
@@ -476,7 +452,7 @@ class RocksDbEngine final : public Engine {
     }
     r.ops = static_cast<int64_t>(r.latencies_us.size());
     r.rows = r.ops;
-    r.bytes = row_codec::LogicalBytes(data.put_rows, 0, per_writer * static_cast<size_t>(writers));
+    r.bytes = row_codec::PutBytes(data.put_rows, per_writer, latencies);
     r.note = std::to_string(writers) + " thread(s), one synced Put per row into column family " +
              family_name + (writers > 1 ? "; concurrent syncs share WAL group commits" : "");
     return r;
@@ -534,7 +510,7 @@ class RocksDbEngine final : public Engine {
       }
       STRATA_RETURN_IF_ERROR(FromRocks(it->status(), "W8 iteration"));
       results[q] = top.Take();
-      r.latencies_us.push_back(MicrosSince(t0));
+      r.latencies_us.push_back(row_codec::MicrosSince(t0));
     }
     r.seconds = Seconds(start);
     r.ops = static_cast<int64_t>(queries);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "../floor.h"
 #include "dataset.h"
 #include "engine.h"
 #include "strata/status.h"
@@ -255,6 +257,79 @@ inline std::string KeyedLines(const std::vector<std::string>& ids,
   return text;
 }
 
+inline double MicrosSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+// Logical bytes of rows[begin, end).
+inline int64_t LogicalBytes(const std::vector<BenchRow>& rows, size_t begin, size_t end) {
+  int64_t bytes = 0;
+  for (size_t i = begin; i < end; ++i) bytes += rows[i].LogicalBytes();
+  return bytes;
+}
+
+// W2: when a writer started now stops (DatasetSizes::puts_seconds).
+inline Clock::time_point PutsDeadline(double seconds) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// W2: logical bytes of the puts made, writer w having made done[w] of its rows
+// put_rows[w * per_writer, ...).
+inline int64_t PutBytes(const std::vector<BenchRow>& put_rows, size_t per_writer,
+                        const std::vector<std::vector<double>>& done) {
+  int64_t bytes = 0;
+  for (size_t w = 0; w < done.size(); ++w) {
+    bytes += LogicalBytes(put_rows, w * per_writer, w * per_writer + done[w].size());
+  }
+  return bytes;
+}
+
+// W4 for an engine whose point read `get(id)` returns Result<std::optional<int64_t>>, the
+// row's sequence_order or nullopt when absent: each read timed, then the answer.
+template <typename Get>
+Result<StepResult> TimedLookups(const std::vector<std::string>& ids, Get&& get, std::string note) {
+  StepResult r;
+  std::vector<std::optional<int64_t>> found(ids.size());
+  r.latencies_us.reserve(ids.size());
+  const auto start = Clock::now();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const auto t0 = Clock::now();
+    STRATA_ASSIGN_OR_RETURN(found[i], get(ids[i]));
+    r.latencies_us.push_back(MicrosSince(t0));
+  }
+  r.seconds = Seconds(start);
+  r.ops = static_cast<int64_t>(ids.size());
+  r.rows = std::count_if(found.begin(), found.end(), [](const auto& f) { return f.has_value(); });
+  r.answer = Answer{r.rows, Sha256Hex(KeyedLines(ids, found))};
+  r.note = std::move(note);
+  return r;
+}
+
+// W5 for an engine whose batched read `get(ids)` returns
+// Result<std::vector<std::optional<int64_t>>> in request order: each batch timed.
+template <typename GetBatch>
+Result<StepResult> TimedGetMany(const std::vector<std::vector<std::string>>& batches,
+                                GetBatch&& get, std::string note) {
+  StepResult r;
+  std::string lines;
+  int64_t hits = 0;
+  const auto start = Clock::now();
+  for (const std::vector<std::string>& ids : batches) {
+    const auto t0 = Clock::now();
+    STRATA_ASSIGN_OR_RETURN(std::vector<std::optional<int64_t>> found, get(ids));
+    r.latencies_us.push_back(MicrosSince(t0));
+    hits += std::count_if(found.begin(), found.end(), [](const auto& f) { return f.has_value(); });
+    lines += KeyedLines(ids, found);
+  }
+  r.seconds = Seconds(start);
+  r.ops = static_cast<int64_t>(batches.size());
+  r.rows = hits;
+  r.answer = Answer{hits, Sha256Hex(lines)};
+  r.note = std::move(note);
+  return r;
+}
+
 // W8: "q\tid1,id2,..." per query.
 inline Answer VectorAnswer(const std::vector<std::vector<std::string>>& results) {
   std::string text;
@@ -268,13 +343,6 @@ inline Answer VectorAnswer(const std::vector<std::vector<std::string>>& results)
     text += '\n';
   }
   return Answer{static_cast<int64_t>(results.size()), Sha256Hex(text)};
-}
-
-// Logical bytes of rows[begin, end).
-inline int64_t LogicalBytes(const std::vector<BenchRow>& rows, size_t begin, size_t end) {
-  int64_t bytes = 0;
-  for (size_t i = begin; i < end; ++i) bytes += rows[i].LogicalBytes();
-  return bytes;
 }
 
 }  // namespace strata::bench::compare::row_codec

@@ -37,10 +37,6 @@ constexpr const char* kColumns =
     "text";
 constexpr const char* kValues = "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 
-double MicrosSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-
 Status SqliteError(sqlite3* db, int rc, std::string_view what) {
   std::string message = std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)) +
                         " (sqlite result code " + std::to_string(rc) + ")";
@@ -241,7 +237,7 @@ class SqliteEngine final : public Engine {
         const auto t0 = Clock::now();
         STRATA_RETURN_IF_ERROR(
             WriteTransaction(insert_.get(), data.rows, b, std::min(b + batch, data.rows.size())));
-        r.latencies_us.push_back(MicrosSince(t0));
+        r.latencies_us.push_back(row_codec::MicrosSince(t0));
         ++r.ops;
       }
       r.seconds = Seconds(start);
@@ -287,46 +283,19 @@ class SqliteEngine final : public Engine {
 
   Result<StepResult> Lookup(const Dataset& data) override {
     return Guarded("sqlite W4 lookup", [&]() -> Result<StepResult> {
-      StepResult r;
-      std::vector<std::optional<int64_t>> found(data.lookup_ids.size());
       BenchRow row;
-      const auto start = Clock::now();
-      for (size_t i = 0; i < data.lookup_ids.size(); ++i) {
-        const auto t0 = Clock::now();
-        STRATA_ASSIGN_OR_RETURN(found[i], PointGet(data.lookup_ids[i], &row));
-        r.latencies_us.push_back(MicrosSince(t0));
-      }
-      r.seconds = Seconds(start);
-      r.ops = static_cast<int64_t>(data.lookup_ids.size());
-      const auto hits = std::count_if(found.begin(), found.end(), [](auto& f) { return !!f; });
-      r.rows = hits;
-      r.answer = Answer{hits, Sha256Hex(row_codec::KeyedLines(data.lookup_ids, found))};
-      r.note = "prepared SELECT of the whole row WHERE id = ?1";
-      return r;
+      return row_codec::TimedLookups(
+          data.lookup_ids, [&](const std::string& id) { return PointGet(id, &row); },
+          "prepared SELECT of the whole row WHERE id = ?1");
     });
   }
 
   Result<StepResult> GetMany(const Dataset& data) override {
     return Guarded("sqlite W5 get_many", [&]() -> Result<StepResult> {
-      StepResult r;
-      std::string lines;
-      int64_t hits = 0;
-      const auto start = Clock::now();
-      for (const std::vector<std::string>& ids : data.get_many_ids) {
-        const auto t0 = Clock::now();
-        STRATA_ASSIGN_OR_RETURN(std::vector<std::optional<int64_t>> found, GetIn(ids));
-        r.latencies_us.push_back(MicrosSince(t0));
-        hits += std::count_if(found.begin(), found.end(), [](auto& f) { return !!f; });
-        lines += row_codec::KeyedLines(ids, found);
-      }
-      r.seconds = Seconds(start);
-      r.ops = static_cast<int64_t>(data.get_many_ids.size());
-      r.rows = hits;
-      r.answer = Answer{hits, Sha256Hex(lines)};
-      r.note =
-          "one prepared SELECT .. WHERE id IN (?1..?N) per batch, rows mapped back to "
-          "request order";
-      return r;
+      return row_codec::TimedGetMany(
+          data.get_many_ids, [&](const std::vector<std::string>& ids) { return GetIn(ids); },
+          "one prepared SELECT .. WHERE id IN (?1..?N) per batch, rows mapped back to request "
+          "order");
     });
   }
 
@@ -525,11 +494,12 @@ class SqliteEngine final : public Engine {
             std::vector<double>& lat = latencies[static_cast<size_t>(w)];
             lat.reserve(per_writer);
             const size_t first = static_cast<size_t>(w) * per_writer;
-            for (size_t i = first; i < first + per_writer; ++i) {
+            const auto until = row_codec::PutsDeadline(data.sizes.puts_seconds);
+            for (size_t i = first; i < first + per_writer && Clock::now() < until; ++i) {
               const auto t0 = Clock::now();
               STRATA_RETURN_IF_ERROR(BindRow(conn->get(), insert->get(), data.put_rows[i]));
               STRATA_RETURN_IF_ERROR(StepDone(conn->get(), insert->get(), "W2 INSERT"));
-              lat.push_back(MicrosSince(t0));
+              lat.push_back(row_codec::MicrosSince(t0));
             }
             return Status::OK();
           });
@@ -551,7 +521,7 @@ class SqliteEngine final : public Engine {
       r.latencies_us.insert(r.latencies_us.end(), lat.begin(), lat.end());
     r.ops = static_cast<int64_t>(r.latencies_us.size());
     r.rows = r.ops;
-    r.bytes = row_codec::LogicalBytes(data.put_rows, 0, per_writer * static_cast<size_t>(writers));
+    r.bytes = row_codec::PutBytes(data.put_rows, per_writer, latencies);
     r.note = std::to_string(writers) + " connection(s), one autocommit INSERT per put into " +
              table +
              (writers > 1 ? "; WAL admits one writer at a time, the others wait in "
@@ -619,7 +589,7 @@ class SqliteEngine final : public Engine {
       sqlite3_reset(scan.get());
       STRATA_RETURN_IF_ERROR(status);
       results[q] = top.Take();
-      r.latencies_us.push_back(MicrosSince(t0));
+      r.latencies_us.push_back(row_codec::MicrosSince(t0));
     }
     r.seconds = Seconds(start);
     r.ops = static_cast<int64_t>(queries);

@@ -46,38 +46,6 @@ SchemaPtr BenchSchema() {
                  field("text", utf8())});
 }
 
-// rows[first, first + n) as one batch in the bench schema.
-Result<RecordBatch> EncodeRows(const SchemaPtr& s, const std::vector<BenchRow>& rows, size_t first,
-                               size_t n) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RecordBatchBuilder> b, RecordBatchBuilder::Make(s));
-  auto* id = b->GetAs<BinaryBuilder>(0);
-  auto* rollout = b->GetAs<BinaryBuilder>(1);
-  auto* policy = b->GetAs<BinaryBuilder>(2);
-  auto* role = b->GetAs<BinaryBuilder>(3);
-  auto* seq = b->GetAs<Int32Builder>(4);
-  auto* reward = b->GetAs<Float32Builder>(5);
-  auto* in_tokens = b->GetAs<ListBuilder>(6);
-  auto* out_tokens = b->GetAs<ListBuilder>(7);
-  auto* text = b->GetAs<BinaryBuilder>(8);
-  for (size_t i = first; i < first + n; ++i) {
-    const BenchRow& r = rows[i];
-    STRATA_RETURN_IF_ERROR(id->Append(r.id));
-    STRATA_RETURN_IF_ERROR(rollout->Append(r.rollout_id));
-    STRATA_RETURN_IF_ERROR(policy->Append(r.policy_version));
-    STRATA_RETURN_IF_ERROR(role->Append(r.role));
-    seq->Append(r.sequence_order);
-    reward->Append(r.reward);
-    in_tokens->Append();
-    static_cast<Int32Builder*>(in_tokens->value_builder())
-        ->AppendValues(r.input_tokens.data(), static_cast<int64_t>(r.input_tokens.size()));
-    out_tokens->Append();
-    static_cast<Int32Builder*>(out_tokens->value_builder())
-        ->AppendValues(r.output_tokens.data(), static_cast<int64_t>(r.output_tokens.size()));
-    STRATA_RETURN_IF_ERROR(text->Append(r.text));
-  }
-  return b->Finish();
-}
-
 // `rows` cut into batches of `batch_rows`, each a one-batch Put.
 Result<std::vector<RecordBatch>> EncodeBatches(const SchemaPtr& s,
                                                const std::vector<BenchRow>& rows,
@@ -85,8 +53,8 @@ Result<std::vector<RecordBatch>> EncodeBatches(const SchemaPtr& s,
   std::vector<RecordBatch> out;
   const size_t step = static_cast<size_t>(std::max<int64_t>(1, batch_rows));
   for (size_t first = 0; first < rows.size(); first += step) {
-    STRATA_ASSIGN_OR_RETURN(RecordBatch batch,
-                            EncodeRows(s, rows, first, std::min(step, rows.size() - first)));
+    STRATA_ASSIGN_OR_RETURN(
+        RecordBatch batch, EncodeRows(s, rows.data() + first, std::min(step, rows.size() - first)));
     out.push_back(std::move(batch));
   }
   return out;
@@ -225,8 +193,7 @@ class StrataEngine final : public Engine {
           "(seal + publish, {:.2f} s) so every reader sees every row; timed together; {} "
           "generations pending after",
           r.ops, data.sizes.batch_rows, put_seconds,
-          static_cast<double>(r.rows) / std::max(put_seconds, 1e-9) / 1e3, flush_seconds,
-          pending);
+          static_cast<double>(r.rows) / std::max(put_seconds, 1e-9) / 1e3, flush_seconds, pending);
       return r;
     });
   }
@@ -243,7 +210,7 @@ class StrataEngine final : public Engine {
       std::vector<RecordBatch> rows;
       rows.reserve(n);
       for (size_t i = 0; i < n; ++i) {
-        STRATA_ASSIGN_OR_RETURN(RecordBatch row, EncodeRows(schema_, data.put_rows, i, 1));
+        STRATA_ASSIGN_OR_RETURN(RecordBatch row, EncodeRows(schema_, data.put_rows.data() + i, 1));
         rows.push_back(std::move(row));
       }
       // A store of its own per call (own prefix, same object store and durability).
@@ -263,7 +230,9 @@ class StrataEngine final : public Engine {
           pool.emplace_back([&, w] {
             const size_t wi = static_cast<size_t>(w);
             us[wi].reserve(per_writer);
-            for (size_t i = wi * per_writer; i < (wi + 1) * per_writer && !failed; ++i) {
+            for (size_t i = wi * per_writer;
+                 i < (wi + 1) * per_writer && !failed && Seconds(start) < data.sizes.puts_seconds;
+                 ++i) {
               const auto put_start = Clock::now();
               Status st = s->Put({rows[i]});
               if (!st.ok()) {
@@ -282,7 +251,11 @@ class StrataEngine final : public Engine {
       for (auto& v : us) r.latencies_us.insert(r.latencies_us.end(), v.begin(), v.end());
       r.ops = static_cast<int64_t>(r.latencies_us.size());
       r.rows = r.ops;
-      for (size_t i = 0; i < n; ++i) r.bytes += data.put_rows[i].LogicalBytes();
+      for (size_t w = 0; w < us.size(); ++w) {
+        for (size_t i = 0; i < us[w].size(); ++i) {
+          r.bytes += data.put_rows[w * per_writer + i].LogicalBytes();
+        }
+      }
       STRATA_RETURN_IF_ERROR(s->Close());  // seals the rows into a generation (untimed)
       r.note = fmt::format(
           "StorageBase::Put of 1 row per call, {} thread(s) on one handle (concurrent puts "

@@ -86,6 +86,21 @@ export function logicalBytes(batch) {
   return bytes;
 }
 
+// W2: milliseconds a writer may keep putting (sizes.puts_seconds; absent = no bound).
+export function putsBudgetMs(params) {
+  const s = params.sizes.puts_seconds;
+  return typeof s === 'number' && s > 0 ? s * 1000 : Infinity;
+}
+
+// W2: logical bytes of the puts made; writer w made done[w] of rows[w * perWriter, ...).
+export function putBytes(rows, perWriter, done) {
+  let bytes = 0;
+  done.forEach((n, w) => {
+    for (let i = w * perWriter; i < w * perWriter + n; i++) bytes += logicalBytes(rows[i]);
+  });
+  return bytes;
+}
+
 // Everything the peer reads from DATA_DIR, loaded lazily (each piece once) and never timed.
 export class Inputs {
   constructor(dataDir) {

@@ -17,7 +17,7 @@ import * as duckdb from '@duckdb/node-api';
 
 import {
   digest, Inputs, logicalBytes, lookupLines, now, overwriteAnswer, overwriteExpectation,
-  packageVersion, scanAnswer, totalRows, vectorAnswer,
+  packageVersion, putBytes, putsBudgetMs, scanAnswer, totalRows, vectorAnswer,
 } from './common.mjs';
 
 const DB_FILE = 'strata.duckdb';
@@ -164,7 +164,8 @@ class DuckEngine {
     }
     const used = rows.slice(0, writers * perWriter);
     const values = used.map((b) => toColumns(b).map((col) => col[0]));
-    const bytes = used.reduce((a, b) => a + logicalBytes(b), 0);
+    const done = new Array(writers).fill(0);
+    const budgetMs = putsBudgetMs(this.inputs.params);
     const file = path.join(this.dir, `puts-${writers}.duckdb`);
     removeDatabase(file);
     const instance = await duckdb.DuckDBInstance.create(file, this.#config());
@@ -185,12 +186,13 @@ class DuckEngine {
             `INSERT INTO rows VALUES (${COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`));
       }
       const writer = async (w) => {
-        for (let i = w * perWriter; i < (w + 1) * perWriter; i++) {
+        for (let i = w * perWriter; i < (w + 1) * perWriter && now() - start < budgetMs; i++) {
           const t0 = now();
           inserts[w].bind(values[i], TYPES);
           await inserts[w].run();
           if (sync) await conns[w].run(sync);
           latencies.push((now() - t0) * 1000);
+          done[w]++;
         }
       };
       const start = now();
@@ -201,6 +203,7 @@ class DuckEngine {
       instance.closeSync();
       removeDatabase(file);  // keeps W7's bytes on disk about the rows table alone
     }
+    const bytes = putBytes(used, perWriter, done);
     return {
       seconds, latencies_us: latencies, ops: latencies.length, rows: latencies.length, bytes,
       note: (writers === 1 ? 'one connection' : `${writers} connections on one database file`) +

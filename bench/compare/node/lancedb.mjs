@@ -7,7 +7,8 @@ import * as lancedb from '@lancedb/lancedb';
 
 import {
   arrow, digest, Inputs, logicalBytes, lookupLines, now, overwriteAnswer, overwriteExpectation,
-  packageVersion, scanAnswer, sqlQuote, totalRows, unsupported, vectorAnswer,
+  packageVersion, putBytes, putsBudgetMs, scanAnswer, sqlQuote, totalRows, unsupported,
+  vectorAnswer,
 } from './common.mjs';
 
 const LANCE_VERSION = packageVersion('@lancedb/lancedb');
@@ -158,19 +159,22 @@ class LanceEngine {
     const name = `puts_${writers}`;
     const table = await this.#createRowTable(name);
     const prepared = rows.slice(0, writers * perWriter).map((b) => relabel(b, this.schema));
-    const bytes = rows.slice(0, writers * perWriter).reduce((a, b) => a + logicalBytes(b), 0);
     const latencies = [];
+    const done = new Array(writers).fill(0);
+    const budgetMs = putsBudgetMs(this.inputs.params);
     const writer = async (w) => {
-      for (let i = w * perWriter; i < (w + 1) * perWriter; i++) {
+      for (let i = w * perWriter; i < (w + 1) * perWriter && now() - start < budgetMs; i++) {
         const t0 = now();
         await this.#write(table, prepared[i]);
         latencies.push((now() - t0) * 1000);
+        done[w]++;
       }
     };
     const start = now();
     await Promise.all(Array.from({length: writers}, (_, w) => writer(w)));
     if (this.lsm) await table.closeLsmWriters();
     const seconds = (now() - start) / 1000;
+    const bytes = putBytes(rows, perWriter, done);
     table.close();
     await this.db.dropTable(name);  // keeps W7's bytes on disk about the rows table alone
     return {
@@ -310,6 +314,7 @@ class LanceEngine {
       results.push(rows.map((r) => r.id));
     }
     const seconds = (now() - start) / 1000;
+    const bytes = putBytes(rows, perWriter, done);
     table.close();
     return {
       seconds, latencies_us: latencies, ops: nq, rows: nq * topK, answer: vectorAnswer(results),
