@@ -314,7 +314,6 @@ class LanceEngine {
       results.push(rows.map((r) => r.id));
     }
     const seconds = (now() - start) / 1000;
-    const bytes = putBytes(rows, perWriter, done);
     table.close();
     return {
       seconds, latencies_us: latencies, ops: nq, rows: nq * topK, answer: vectorAnswer(results),
