@@ -2,9 +2,11 @@
 // projections, offset/limit, row addresses and Take, CountRows and LookupKeys.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/expr.h"
@@ -402,6 +404,77 @@ TEST_F(FragmentReaderTest, FilesWithDifferentBatchesAreCorruption) {
   Result<FragmentReader> reader =
       FragmentReader::Open(context_, *version, version->manifest.fragments(0));
   EXPECT_TRUE(reader.status().IsCorruption()) << reader.status();
+}
+
+// Statistics are decoded on first use: they must equal what the manifest records for every
+// batch and column in any order of asking, and a missing entry still fails Open.
+void ExpectSameStatistics(const expr::ColumnStatistics& got, const expr::ColumnStatistics& want) {
+  EXPECT_EQ(got.min, want.min);
+  EXPECT_EQ(got.max, want.max);
+  EXPECT_EQ(got.null_count, want.null_count);
+  EXPECT_EQ(got.row_count, want.row_count);
+}
+
+TEST_F(FragmentReaderTest, EveryBatchAndColumnInAnyOrderMatchesTheManifest) {
+  const uint64_t seed = strata::testing::TestSeed();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  SnapshotPtr version = MakeVersion({WriteFile({2, 0}, 6), WriteFile({1}, 6)});
+  const pb::Fragment& fragment = version->manifest.fragments(0);
+  ASSERT_OK_AND_ASSIGN(FragmentReader reader, FragmentReader::Open(context_, *version, fragment));
+  ASSERT_EQ(reader.num_batches(), 4);  // 6 + 6 + 6 + 2 rows
+
+  // Schema column -> (file, column in file), as written above; "extra" is in no file.
+  const std::pair<int, int> source[] = {{0, 1}, {1, 0}, {0, 0}, {-1, -1}};
+  std::vector<std::pair<int, int>> asks;
+  for (int b = 0; b < reader.num_batches(); ++b) {
+    for (int column = 0; column < 4; ++column) asks.emplace_back(b, column);
+  }
+  std::mt19937_64 rng(seed);
+  std::shuffle(asks.begin(), asks.end(), rng);
+  std::vector<const expr::ColumnStatistics*> first(asks.size());
+  for (size_t i = 0; i < asks.size(); ++i) {
+    auto [b, column] = asks[i];
+    SCOPED_TRACE(::testing::Message() << "batch " << b << " column " << column);
+    const expr::ColumnStatistics* got = reader.Statistics(b, column);
+    ASSERT_NE(got, nullptr);
+    first[i] = got;
+    const int64_t rows = reader.batch_rows(b);
+    auto [f, c] = source[column];
+    if (f < 0) {
+      EXPECT_FALSE(got->min.has_value());
+      EXPECT_FALSE(got->max.has_value());
+      EXPECT_EQ(got->null_count, rows);
+      EXPECT_EQ(got->row_count, rows);
+    } else {
+      ExpectSameStatistics(*got, StatsFromProto(fragment.files(f).batches(b).stats(c), rows));
+    }
+  }
+  // Known values, independent of the decoding: ids of the last batch are 18 and 19.
+  EXPECT_EQ(reader.Statistics(3, 0)->min, expr::Scalar::Int64(18));
+  EXPECT_EQ(reader.Statistics(3, 0)->max, expr::Scalar::Int64(19));
+  EXPECT_EQ(reader.Statistics(3, 0)->row_count, 2);
+  EXPECT_EQ(reader.Statistics(1, 1)->min, expr::Scalar::String("n10"));  // "n10" < "n6"
+
+  // Asking again (also after the reader moved) gives the same, still valid, entries.
+  FragmentReader moved = std::move(reader);
+  for (size_t i = 0; i < asks.size(); ++i) {
+    EXPECT_EQ(moved.Statistics(asks[i].first, asks[i].second), first[i]);
+  }
+  EXPECT_EQ(moved.Statistics(4, 0), nullptr);
+  EXPECT_EQ(moved.Statistics(0, 4), nullptr);
+  EXPECT_EQ(moved.Statistics(-1, 0), nullptr);
+}
+
+TEST_F(FragmentReaderTest, MissingStatisticsEntryIsCorruptionOnOpen) {
+  pb::DataFile names = WriteFile({1}, 8);
+  names.mutable_batches(1)->mutable_stats()->RemoveLast();
+  SnapshotPtr version = MakeVersion({WriteFile({0, 2}, 8), names});
+  Result<FragmentReader> reader =
+      FragmentReader::Open(context_, *version, version->manifest.fragments(0));
+  ASSERT_TRUE(reader.status().IsCorruption()) << reader.status();
+  EXPECT_NE(reader.status().message().find("batch 1 lacks statistics for column 0"),
+            std::string::npos)
+      << reader.status();
 }
 
 }  // namespace
