@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
@@ -202,8 +203,14 @@ TEST(DataFileTest, CutsBatchesByBytesOfNestedRows) {
   for (int64_t bytes : row_bytes) total += bytes;
   EXPECT_EQ(writer->bytes_buffered(), total);
   ASSERT_OK_AND_ASSIGN(pb::DataFile entry, writer->Finish());
-  // Greedy cutting: each batch is within the limit (or one oversized row) and the next row
-  // would not have fit.
+  // Each batch is within the limit (or one oversized row), and it ends either where the
+  // next row would not fit, or (at least half full) where the next input batch starts and
+  // does not fit whole beside it: inputs are then written uncut.
+  std::vector<size_t> input_end;  // row index just past each input batch
+  for (const RecordBatch& batch : input) {
+    input_end.push_back((input_end.empty() ? 0 : input_end.back()) +
+                        static_cast<size_t>(batch.num_rows()));
+  }
   size_t row = 0;
   for (int i = 0; i < entry.batches_size(); ++i) {
     SCOPED_TRACE(::testing::Message() << "batch " << i);
@@ -212,8 +219,13 @@ TEST(DataFileTest, CutsBatchesByBytesOfNestedRows) {
     if (entry.batches(i).num_rows() > 1) {
       EXPECT_LE(bytes, kLimit);
     }
-    if (row < row_bytes.size()) {
-      EXPECT_GT(bytes + row_bytes[row], kLimit);
+    if (row < row_bytes.size() && bytes + row_bytes[row] <= kLimit) {
+      auto end = std::find(input_end.begin(), input_end.end(), row);
+      ASSERT_NE(end, input_end.end()) << "cut inside an input batch with room for its next row";
+      EXPECT_GE(2 * bytes, kLimit);
+      int64_t next_input = 0;
+      for (size_t r = row; r < *(end + 1); ++r) next_input += row_bytes[r];
+      EXPECT_GT(bytes + next_input, kLimit);
     }
   }
   EXPECT_EQ(row, row_bytes.size());
