@@ -73,6 +73,13 @@ class ObjectStore {
   // Stores that cannot append (object stores without append) return NotSupported.
   virtual Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key);
 
+  // Makes `to` a new object holding the bytes of `from` (both keys of this store):
+  // AlreadyExists when `to` exists, NotFound when `from` does not. Durable on return when
+  // the store syncs. The local store hard-links (constant cost, no bytes written) and needs
+  // `from` to be immutable from now on; the default implementation reads `from` and puts
+  // `to` with PutIfAbsent.
+  virtual Status Copy(std::string_view from, std::string_view to);
+
   // A human-readable location, e.g. "file:///data/strata" or "memory://".
   virtual std::string Describe() const = 0;
 };

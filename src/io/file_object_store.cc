@@ -170,6 +170,36 @@ class FileObjectStore final : public ObjectStore {
     return Status::OK();
   }
 
+  // A hard link: no bytes are written, so the cost does not depend on the object's size.
+  Status Copy(std::string_view from, std::string_view to) override {
+    STRATA_RETURN_IF_ERROR(CheckKey(from));
+    STRATA_RETURN_IF_ERROR(CheckKey(to));
+    const std::string source = PathOf(from);
+    const std::string path = PathOf(to);
+    const std::string dir = AbsoluteDir(ParentDir(to));
+    ReaderLock namespace_lock(namespace_mu_);
+    Status linked = Status::Internal("unset");
+    // NotFound is either a missing source or a target directory another process removed
+    // between the two calls (then retry).
+    for (int attempt = 0; attempt < kTempFileAttempts; ++attempt) {
+      STRATA_RETURN_IF_ERROR(WriteError("copy", to, fs_->CreateDirs(dir)));
+      linked = fs_->LinkFile(source, path);
+      if (!linked.IsNotFound()) break;
+      Result<FileStatus> exists = fs_->Stat(source);
+      if (!exists.ok()) {
+        if (exists.status().IsNotFound()) return NotFound(from);
+        return WriteError("copy", to, exists.status());
+      }
+    }
+    if (!linked.ok() && !linked.IsAlreadyExists()) return WriteError("copy", to, linked);
+    // Also when losing, as in PutIfAbsent: AlreadyExists then names a durable object.
+    STRATA_RETURN_IF_ERROR(WriteError("copy", to, MakeDurable(std::string(ParentDir(to)))));
+    if (linked.IsAlreadyExists()) {
+      return Status::AlreadyExists(fmt::format("object '{}' already exists in {}", to, Describe()));
+    }
+    return Status::OK();
+  }
+
   Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key) override {
     STRATA_RETURN_IF_ERROR(CheckKey(key));
     const std::string path = PathOf(key);

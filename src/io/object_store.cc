@@ -43,6 +43,12 @@ Result<std::unique_ptr<AppendableObject>> ObjectStore::CreateAppendable(std::str
       fmt::format("{} cannot append to objects (key '{}')", Describe(), key));
 }
 
+Status ObjectStore::Copy(std::string_view from, std::string_view to) {
+  STRATA_RETURN_IF_ERROR(ValidateObjectKey(to));
+  STRATA_ASSIGN_OR_RETURN(Buffer bytes, Get(from));
+  return PutIfAbsent(to, bytes.view());
+}
+
 Result<bool> ObjectStore::Exists(std::string_view key) {
   Result<ObjectMeta> meta = Head(key);
   if (meta.ok()) return true;

@@ -170,6 +170,39 @@ TEST_P(ObjectStoreTest, PutIfAbsentCreatesOnceAndNeverOverwrites) {
   EXPECT_THAT(Keys(*store_->List("m/")), ElementsAre("m/1", "m/2"));
 }
 
+TEST_P(ObjectStoreTest, CopyMakesANewObjectWithTheSameBytes) {
+  ASSERT_TRUE(store_->Put("c/src", "payload").ok());
+  ASSERT_TRUE(store_->Copy("c/src", "c/sub/dir/dst").ok());
+  EXPECT_EQ(GetString("c/sub/dir/dst"), "payload");
+  // The copy outlives its source.
+  ASSERT_TRUE(store_->Delete("c/src").ok());
+  EXPECT_EQ(GetString("c/sub/dir/dst"), "payload");
+  EXPECT_THAT(Keys(*store_->List("c/")), ElementsAre("c/sub/dir/dst"));
+}
+
+TEST_P(ObjectStoreTest, CopyNeverOverwritesAndNeedsItsSource) {
+  ASSERT_TRUE(store_->Put("c/a", "a").ok());
+  ASSERT_TRUE(store_->Put("c/b", "b").ok());
+  Status exists = store_->Copy("c/a", "c/b");
+  EXPECT_TRUE(exists.IsAlreadyExists()) << exists;
+  EXPECT_EQ(GetString("c/b"), "b");
+  Status missing = store_->Copy("c/none", "c/d");
+  EXPECT_TRUE(missing.IsNotFound()) << missing;
+  EXPECT_FALSE(*store_->Exists("c/d"));
+  EXPECT_TRUE(store_->Copy("c/a", "../escape").IsInvalidArgument());
+}
+
+TEST_P(ObjectStoreTest, CopyOfAClosedAppendableObjectHoldsEveryAppend) {
+  auto log = store_->CreateAppendable("c/log");
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_TRUE((*log)->Append("one,").ok());
+  ASSERT_TRUE((*log)->Append("two").ok());
+  ASSERT_TRUE((*log)->Sync().ok());
+  ASSERT_TRUE((*log)->Close().ok());
+  ASSERT_TRUE(store_->Copy("c/log", "c/linked").ok());
+  EXPECT_EQ(GetString("c/linked"), "one,two");
+}
+
 TEST_P(ObjectStoreTest, UnsafeKeysAreRejectedBeforeAnythingIsWritten) {
   const std::vector<std::string> bad = {"",
                                         "/etc/passwd",
