@@ -277,6 +277,61 @@ class FileReader {
 };
 
 // ---------------------------------------------------------------------------------------
+// Assembling a file around messages written elsewhere
+//
+// The LSM write-ahead log writes each put as an IPC stream inside its own record framing;
+// a log segment that starts with EncodeFileHeader and ends with EncodeFileFooter naming
+// those record batch messages (and one dictionary batch message per dictionary id) is also
+// a valid IPC file (a file reader finds messages through the footer's blocks, so bytes
+// between the messages it names are never read).
+
+// "ARROW1\0\0" and the schema message, as FileWriter writes them (`options.alignment`
+// applies; compression does not). Its length is a multiple of 8. Dictionary fields get the
+// ids every writer of this schema gives them (0, 1, ... in pre-order over the fields and
+// their children), so the dictionary batches of streams of the schema fit the file.
+Result<std::string> EncodeFileHeader(const Schema& schema, const WriteOptions& options = {});
+
+// One message of a stream held in memory.
+struct MessageLayout {
+  enum class Kind { kSchema, kDictionaryBatch, kRecordBatch };
+  Kind kind = Kind::kSchema;
+  int64_t offset = 0;           // of the message's continuation marker, from the stream start
+  int32_t metadata_length = 0;  // marker + length prefix + flatbuffer + padding
+  int64_t body_length = 0;
+  int64_t num_rows = 0;        // record batches: the batch's length; dictionary batches: the
+                               // dictionary's length (0 for the schema)
+  int64_t dictionary_id = -1;  // dictionary batches only
+  bool is_delta = false;       // dictionary batches only
+};
+
+// The messages of the stream in `stream`, in order, up to its end-of-stream marker (or the
+// end of the bytes). Verifies each message's framing and flatbuffer (not the bodies):
+// Corruption naming the offset when a message is malformed or runs past the end, and when
+// the stream does not start with its one schema message.
+Result<std::vector<MessageLayout>> ScanStreamLayout(std::string_view stream);
+
+// A message's place in a file (the Arrow footer's Block).
+struct FileBlock {
+  int64_t offset = 0;  // of the message's continuation marker, from the file start
+  int32_t metadata_length = 0;
+  int64_t body_length = 0;
+};
+
+// What follows a file's last message: the end-of-stream marker, the footer flatbuffer
+// naming `schema`, the `dictionaries` and the `record_batches`, its int32 length and
+// "ARROW1". A file reader applies the dictionary batches in the order given, before any
+// record batch, and then decodes every record batch against the result; the file format
+// allows at most one non-delta batch per dictionary id (a second one is Corruption when
+// the file is opened), and a record batch's indices must be valid in the dictionaries so
+// named. Neither is checked here (the bodies are not at hand). InvalidArgument for a block
+// (of either list) whose offset is not a multiple of 8 (or lies within the leading 8-byte
+// magic) or whose lengths are negative; also when a length is not a multiple of 8 or the
+// metadata is shorter than its 8-byte prefix (Arrow C++ and pyarrow refuse such blocks).
+Result<std::string> EncodeFileFooter(const Schema& schema,
+                                     const std::vector<FileBlock>& dictionaries,
+                                     const std::vector<FileBlock>& record_batches);
+
+// ---------------------------------------------------------------------------------------
 // Convenience
 
 Result<Buffer> WriteStreamToBuffer(const SchemaPtr& schema, const std::vector<RecordBatch>& batches,

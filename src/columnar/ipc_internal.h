@@ -114,6 +114,61 @@ Result<FooterView> VerifyFooter(Buffer footer, const ReadOptions& options);
 // V4 and V5 are read; older versions are NotSupported.
 Status CheckMetadataVersion(fb::MetadataVersion version, const std::string& where);
 
+// ---- ipc_file_layout.cc: the framing around a file's messages (shared by FileWriter and
+// the Encode* functions of ipc.h, so both write the same bytes)
+
+// InvalidArgument unless `alignment` is a power of two from 8 to 4096.
+Status CheckAlignment(int alignment);
+// The schema message, padded so that the next message starts at a multiple of `alignment`.
+Status WriteSchemaMessage(OutputStream* out, const Schema& schema, const LayoutPlan& plan,
+                          int alignment);
+// "ARROW1\0\0" and the schema message.
+Status WriteFileHeader(OutputStream* out, const Schema& schema, const LayoutPlan& plan,
+                       int alignment);
+// The end-of-stream marker: continuation and a zero length.
+Status WriteEndOfStream(OutputStream* out);
+// The footer flatbuffer, its int32 length and "ARROW1" (InvalidArgument when the footer
+// outgrows int32).
+Status WriteFooter(OutputStream* out, const Schema& schema, const LayoutPlan& plan,
+                   const std::vector<FileBlock>& dictionaries,
+                   const std::vector<FileBlock>& record_batches, const KeyValueMetadata& metadata);
+
+// ---- ipc_reader.cc: sequential message input
+
+class MessageInput {
+ public:
+  virtual ~MessageInput() = default;
+  // Up to n bytes; fewer only at the end of the input.
+  virtual Result<Buffer> Read(int64_t n) = 0;
+  int64_t position() const { return position_; }
+
+ protected:
+  int64_t position_ = 0;
+};
+
+// Zero-copy slices of a buffer.
+class BufferInput final : public MessageInput {
+ public:
+  explicit BufferInput(Buffer buffer) : buffer_(std::move(buffer)) {}
+  Result<Buffer> Read(int64_t n) override;
+
+ private:
+  Buffer buffer_;
+};
+
+struct RawMessage {
+  MessageView view;
+  Buffer body;
+  int64_t offset = 0;           // of the message's first byte in the input
+  int64_t metadata_length = 0;  // prefix, flatbuffer and padding
+};
+
+// The next message (framing and flatbuffer verified, the body read but not checked), or
+// nullopt at the end-of-stream marker or a clean end of input. Errors name message `index`
+// and its offset.
+Result<std::optional<RawMessage>> ReadMessage(MessageInput* input, const ReadOptions& options,
+                                              int64_t index);
+
 // ---- ipc_compression.cc
 
 // The stored form of one body buffer: empty stays empty; otherwise an int64 LE length prefix
@@ -230,11 +285,7 @@ Result<EncodedBody> EncodeBody(const std::vector<Array>& columns, const LayoutPl
                                const WriteOptions& options);
 
 // Where a written message sits in the output (a footer Block).
-struct WrittenBlock {
-  int64_t offset = 0;
-  int32_t metadata_length = 0;
-  int64_t body_length = 0;
-};
+using WrittenBlock = FileBlock;
 
 // Writes a RecordBatch message or, when dictionary_id is set, a DictionaryBatch message.
 Result<WrittenBlock> WriteBatchMessage(OutputStream* out, int64_t num_rows, const EncodedBody& body,

@@ -12,38 +12,15 @@ namespace strata::ipc {
 
 using internal::DecodedSchema;
 using internal::DictionaryMap;
+using internal::MessageInput;
 using internal::MessageView;
+using internal::RawMessage;
 namespace fb = internal::fb;
 
 namespace {
 
 // ---------------------------------------------------------------------------------------
 // Sequential message input
-
-class MessageInput {
- public:
-  virtual ~MessageInput() = default;
-  // Up to n bytes; fewer only at the end of the input.
-  virtual Result<Buffer> Read(int64_t n) = 0;
-  int64_t position() const { return position_; }
-
- protected:
-  int64_t position_ = 0;
-};
-
-class BufferInput final : public MessageInput {
- public:
-  explicit BufferInput(Buffer buffer) : buffer_(std::move(buffer)) {}
-  Result<Buffer> Read(int64_t n) override {
-    const int64_t m = std::min(n, buffer_.size() - position_);
-    Buffer out = buffer_.Slice(position_, m);
-    position_ += m;
-    return out;
-  }
-
- private:
-  Buffer buffer_;
-};
 
 class CallbackInput final : public MessageInput {
  public:
@@ -75,19 +52,37 @@ class CallbackInput final : public MessageInput {
   bool at_end_ = false;
 };
 
-struct RawMessage {
-  MessageView view;
-  Buffer body;
-  int64_t offset = 0;
-};
-
 int32_t LoadInt32(const uint8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return v;
 }
 
-// The next message, or nullopt at the end-of-stream marker or a clean end of input.
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<int64_t>::max() : sum;
+}
+
+std::vector<int> AllColumns(const Schema& schema) {
+  std::vector<int> out(schema.num_fields());
+  for (int i = 0; i < schema.num_fields(); ++i) out[i] = i;
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Message framing (shared with ScanStreamLayout)
+
+namespace internal {
+
+Result<Buffer> BufferInput::Read(int64_t n) {
+  const int64_t m = std::min(n, buffer_.size() - position_);
+  Buffer out = buffer_.Slice(position_, m);
+  position_ += m;
+  return out;
+}
+
 Result<std::optional<RawMessage>> ReadMessage(MessageInput* input, const ReadOptions& options,
                                               int64_t index) {
   RawMessage raw;
@@ -99,7 +94,7 @@ Result<std::optional<RawMessage>> ReadMessage(MessageInput* input, const ReadOpt
     return Status::Corruption(fmt::format("{}: stream ends inside the message prefix", where));
   }
   int32_t length = LoadInt32(head.data());
-  if (static_cast<uint32_t>(length) == internal::kContinuation) {
+  if (static_cast<uint32_t>(length) == kContinuation) {
     STRATA_ASSIGN_OR_RETURN(Buffer prefix, input->Read(4));
     if (prefix.size() < 4) {
       return Status::Corruption(fmt::format("{}: stream ends inside the message length", where));
@@ -117,7 +112,8 @@ Result<std::optional<RawMessage>> ReadMessage(MessageInput* input, const ReadOpt
     return Status::Corruption(fmt::format("{}: stream ends after {} of {} metadata bytes", where,
                                           metadata.size(), length));
   }
-  STRATA_ASSIGN_OR_RETURN(raw.view, internal::VerifyMessage(metadata, options, where));
+  raw.metadata_length = input->position() - raw.offset;
+  STRATA_ASSIGN_OR_RETURN(raw.view, VerifyMessage(metadata, options, where));
   const int64_t body_length = raw.view.message->body_length();
   STRATA_ASSIGN_OR_RETURN(raw.body, input->Read(body_length));
   if (raw.body.size() < body_length) {
@@ -127,18 +123,7 @@ Result<std::optional<RawMessage>> ReadMessage(MessageInput* input, const ReadOpt
   return std::optional<RawMessage>(std::move(raw));
 }
 
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  int64_t sum;
-  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<int64_t>::max() : sum;
-}
-
-std::vector<int> AllColumns(const Schema& schema) {
-  std::vector<int> out(schema.num_fields());
-  for (int i = 0; i < schema.num_fields(); ++i) out[i] = i;
-  return out;
-}
-
-}  // namespace
+}  // namespace internal
 
 // ---------------------------------------------------------------------------------------
 // StreamReader
@@ -155,7 +140,7 @@ struct StreamReader::Impl {
 
   Status ReadSchema() {
     STRATA_ASSIGN_OR_RETURN(std::optional<RawMessage> raw,
-                            ReadMessage(input.get(), options, next_message++));
+                            internal::ReadMessage(input.get(), options, next_message++));
     if (!raw.has_value()) return Status::Corruption("Arrow stream has no schema message");
     if (raw->view.message->header_type() != fb::MessageHeader::Schema) {
       return Status::Corruption(
@@ -174,7 +159,7 @@ struct StreamReader::Impl {
     while (true) {
       const int64_t index = next_message++;
       STRATA_ASSIGN_OR_RETURN(std::optional<RawMessage> raw,
-                              ReadMessage(input.get(), options, index));
+                              internal::ReadMessage(input.get(), options, index));
       if (!raw.has_value()) {
         finished = true;
         return std::optional<RecordBatch>();
@@ -215,7 +200,7 @@ StreamReader::~StreamReader() = default;
 
 Result<std::unique_ptr<StreamReader>> StreamReader::Open(Buffer stream, ReadOptions options) {
   auto impl = std::make_unique<Impl>();
-  impl->input = std::make_unique<BufferInput>(std::move(stream));
+  impl->input = std::make_unique<internal::BufferInput>(std::move(stream));
   impl->options = options;
   STRATA_RETURN_IF_ERROR(impl->ReadSchema());
   return std::unique_ptr<StreamReader>(new StreamReader(std::move(impl)));

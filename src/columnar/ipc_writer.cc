@@ -4,9 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <deque>
-#include <limits>
 #include <optional>
 #include <thread>
 
@@ -19,16 +17,11 @@ using internal::EncodedBody;
 using internal::LayoutPlan;
 using internal::WriterDictionaries;
 using internal::WrittenBlock;
-namespace fb = internal::fb;
 
 namespace {
 
 Status CheckOptions(const WriteOptions& options) {
-  const int a = options.alignment;
-  if (a < 8 || a > 4096 || (a & (a - 1)) != 0) {
-    return Status::InvalidArgument(
-        fmt::format("IPC alignment must be a power of two from 8 to 4096, not {}", a));
-  }
+  STRATA_RETURN_IF_ERROR(internal::CheckAlignment(options.alignment));
   if (options.compression == Compression::kZstd &&
       (options.zstd_level < -7 || options.zstd_level > 22)) {
     return Status::InvalidArgument(
@@ -67,12 +60,14 @@ class MessageWriter {
                                            file_format);
   }
 
+  // The stream's first message.
   Status WriteSchema() {
-    flatbuffers::FlatBufferBuilder fbb(1024);
-    auto schema = internal::SchemaToFlatbuffer(fbb, *schema_, plan_);
-    fbb.Finish(fb::CreateMessage(fbb, fb::MetadataVersion::V5, fb::MessageHeader::Schema,
-                                 schema.Union(), 0));
-    return Track(internal::WriteMessageMetadata(out_, fbb, options_.alignment).status());
+    return Track(internal::WriteSchemaMessage(out_, *schema_, plan_, options_.alignment));
+  }
+
+  // The file's magic and schema message.
+  Status WriteFileHeader() {
+    return Track(internal::WriteFileHeader(out_, *schema_, plan_, options_.alignment));
   }
 
   Status WriteBatch(const RecordBatch& batch, const KeyValueMetadata& batch_metadata) {
@@ -115,43 +110,16 @@ class MessageWriter {
     return Status::OK();
   }
 
-  // End-of-stream marker: continuation and a zero length.
   Status WriteEndOfStream() {
     STRATA_RETURN_IF_ERROR(Usable());
     while (!pending_.empty()) STRATA_RETURN_IF_ERROR(Track(WriteOldest()));
-    const uint32_t eos[2] = {internal::kContinuation, 0};
-    return Track(out_->Write(std::string_view(reinterpret_cast<const char*>(eos), 8)));
+    return Track(internal::WriteEndOfStream(out_));
   }
 
   Status WriteFooterAndMagic(const KeyValueMetadata& footer_metadata) {
     STRATA_RETURN_IF_ERROR(Usable());
-    flatbuffers::FlatBufferBuilder fbb(1024);
-    auto schema = internal::SchemaToFlatbuffer(fbb, *schema_, plan_);
-    auto to_blocks = [](const std::vector<WrittenBlock>& written) {
-      std::vector<fb::Block> blocks;
-      blocks.reserve(written.size());
-      for (const WrittenBlock& b : written) {
-        blocks.emplace_back(b.offset, b.metadata_length, b.body_length);
-      }
-      return blocks;
-    };
-    auto dictionaries = fbb.CreateVectorOfStructs(to_blocks(dictionary_blocks_));
-    auto batches = fbb.CreateVectorOfStructs(to_blocks(record_blocks_));
-    auto metadata = internal::MetadataToFlatbuffer(fbb, footer_metadata);
-    fbb.Finish(
-        fb::CreateFooter(fbb, fb::MetadataVersion::V5, schema, dictionaries, batches, metadata));
-    const int64_t size = fbb.GetSize();
-    if (size > std::numeric_limits<int32_t>::max()) {
-      return Track(Status::InvalidArgument(
-          fmt::format("IPC file footer of {} bytes exceeds the int32 limit", size)));
-    }
-    const int32_t size32 = static_cast<int32_t>(size);
-    char trailer[internal::kFileTrailerLength];
-    std::memcpy(trailer, &size32, 4);
-    std::memcpy(trailer + 4, internal::kMagic, internal::kMagicLength);
-    STRATA_RETURN_IF_ERROR(Track(out_->Write(
-        std::string_view(reinterpret_cast<const char*>(fbb.GetBufferPointer()), size))));
-    return Track(out_->Write(std::string_view(trailer, sizeof(trailer))));
+    return Track(internal::WriteFooter(out_, *schema_, plan_, dictionary_blocks_, record_blocks_,
+                                       footer_metadata));
   }
 
   Status Finish() {
@@ -355,11 +323,7 @@ Result<std::unique_ptr<FileWriter>> FileWriter::Make(OutputStream* out, SchemaPt
                                                      WriteOptions options) {
   auto impl = std::make_unique<Impl>();
   STRATA_ASSIGN_OR_RETURN(impl->writer, MessageWriter::Make(out, std::move(schema), options, true));
-  // The magic padded to 8 bytes, so the first message starts aligned.
-  char header[internal::kFileHeaderLength] = {};
-  std::memcpy(header, internal::kMagic, internal::kMagicLength);
-  STRATA_RETURN_IF_ERROR(out->Write(std::string_view(header, sizeof(header))));
-  STRATA_RETURN_IF_ERROR(impl->writer->WriteSchema());
+  STRATA_RETURN_IF_ERROR(impl->writer->WriteFileHeader());
   return std::unique_ptr<FileWriter>(new FileWriter(std::move(impl)));
 }
 
