@@ -264,6 +264,12 @@ struct RepairReport {
   std::vector<DroppedFragment> dropped;
 };
 
+class Table;
+namespace internal {
+struct WrittenFragments;
+Result<AppendResult> AppendWrittenFragments(Table& table, WrittenFragments written);
+}  // namespace internal
+
 class Table {
  public:
   // Creates version 1 (an empty table) under `prefix` ("" or ending in '/'). AlreadyExists
@@ -358,6 +364,9 @@ class Table {
   struct Impl;  // src/table/table_internal.h
 
  private:
+  // Commits fragments written outside Append (the LSM links files into tables).
+  friend Result<AppendResult> internal::AppendWrittenFragments(Table&, internal::WrittenFragments);
+
   explicit Table(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -20,17 +20,28 @@
 namespace strata::table::internal {
 namespace {
 
+// Whether rows [first, last) (physical positions, offset applied) hold a null. Decided by
+// the rows themselves, not the array's null count: a slice, or a nested child shared with
+// rows outside the range, must measure as the same rows decoded from a file do.
+bool RangeHasNulls(const ArrayData& data, int64_t first, int64_t last) {
+  if (data.null_count == 0) return false;
+  if (data.buffers.empty() || data.buffers[0].is_null()) return data.null_count > 0;
+  if (data.null_count == data.length) return true;
+  return bit_util::CountSetBits(data.buffers[0].data(), first, last - first) < last - first;
+}
+
 // Uncompressed bytes of rows [begin, end) of `array` (offsets relative to the array's
-// logical start): values, offsets and validity. Dictionary columns count their indices only;
-// the dictionary values are written once per file as deltas. Non-decreasing in `end`, which
-// the batch cutting below relies on.
+// logical start): values, offsets and validity (when the range holds a null). Dictionary
+// columns count their indices only; the dictionary values are written once per file as
+// deltas. Depends only on the rows' values, not on how the array is sliced, and is
+// non-decreasing in `end`, which the batch cutting below relies on.
 int64_t RangeBytes(const ArrayData& data, int64_t begin, int64_t end) {
   const int64_t n = end - begin;
   if (n <= 0) return 0;
-  int64_t bytes = data.null_count > 0 ? (n + 7) / 8 : 0;
   const DataType& type = *data.type;
   const int64_t first = data.offset + begin;
   const int64_t last = data.offset + end;  // exclusive
+  int64_t bytes = RangeHasNulls(data, first, last) ? (n + 7) / 8 : 0;
   switch (type.id()) {
     case TypeId::kUtf8:
     case TypeId::kBinary: {
@@ -68,6 +79,79 @@ int64_t BatchRangeBytes(const RecordBatch& batch, int64_t begin, int64_t end) {
   int64_t bytes = 0;
   for (const Array& column : batch.columns()) bytes += RangeBytes(*column.data(), begin, end);
   return bytes;
+}
+
+// What the manifest records of one written batch (row count and per-column statistics; the
+// region is cut once the file is complete) and the batch's uncompressed bytes. The writer
+// and DescribeDataFile both use it, so a file described after the fact records exactly what
+// the writer would have.
+struct BatchSummary {
+  pb::BatchInfo info;
+  int64_t bytes = 0;
+};
+
+Result<BatchSummary> SummarizeBatch(const RecordBatch& batch) {
+  BatchSummary summary;
+  summary.info.set_num_rows(batch.num_rows());
+  for (const Array& column : batch.columns()) {
+    STRATA_ASSIGN_OR_RETURN(expr::ColumnStatistics stats, expr::ComputeStatistics(column));
+    *summary.info.add_stats() = StatsToProto(stats);
+  }
+  summary.bytes = BatchRangeBytes(batch, 0, batch.num_rows());
+  return summary;
+}
+
+// InvalidArgument unless there is one non-negative, distinct field id per column.
+Status CheckFieldIds(const std::vector<int32_t>& field_ids, int num_columns, std::string_view who) {
+  if (static_cast<int>(field_ids.size()) != num_columns) {
+    return Status::InvalidArgument(
+        fmt::format("{} got {} field ids for {} columns", who, field_ids.size(), num_columns));
+  }
+  std::set<int32_t> seen;
+  for (int32_t id : field_ids) {
+    if (id < 0 || !seen.insert(id).second) {
+      return Status::InvalidArgument(
+          fmt::format("{}: field id {} is negative or repeated", who, id));
+    }
+  }
+  return Status::OK();
+}
+
+// Cuts the complete file `bytes` (read by `reader`) into the entry's regions and checksums
+// them: the header is [0, header_end), batch i runs from the end of the previous region to
+// the end of its record batch message (so dictionary messages, or any other bytes, before
+// it belong to it), the footer is the rest. `entry` already has one BatchInfo per batch of
+// the file. Corruption when the footer's batches are not in file order after the header or
+// leave no footer.
+Status CutRegions(std::string_view bytes, const ipc::FileReader& reader, int64_t header_end,
+                  pb::DataFile* entry) {
+  const auto size = static_cast<int64_t>(bytes.size());
+  auto fill = [&](pb::Region* region, int64_t offset, int64_t length) {
+    region->set_offset(offset);
+    region->set_length(length);
+    region->set_xxh3(XxHash3_64(bytes.substr(offset, length)));
+  };
+  if (header_end <= 0 || header_end >= size) {
+    return Status::Corruption(
+        fmt::format("the file's header ends at {}, the file at {}", header_end, size));
+  }
+  fill(entry->mutable_header(), 0, header_end);
+  int64_t start = header_end;
+  for (int i = 0; i < reader.num_batches(); ++i) {
+    STRATA_ASSIGN_OR_RETURN(ipc::BatchInfo info, reader.InspectBatch(i));
+    const int64_t end = info.offset + info.metadata_length + info.body_length;
+    if (info.offset < start || end <= info.offset || end >= size) {
+      return Status::Corruption(fmt::format(
+          "record batch {} message [{}, {}) does not follow the previous region (ending at {}) "
+          "inside the file ({} bytes)",
+          i, info.offset, end, start, size));
+    }
+    fill(entry->mutable_batches(i)->mutable_region(), start, end - start);
+    start = end;
+  }
+  fill(entry->mutable_footer(), start, size - start);
+  entry->set_size(size);
+  return Status::OK();
 }
 
 // Why `actual` is not `expected` (field metadata aside), for error messages.
@@ -134,6 +218,28 @@ Status CheckTiling(const pb::DataFile& entry, std::string_view key) {
                                           position, entry.size()));
   }
   return Status::OK();
+}
+
+// Where the schema message after the file's leading magic ends (the header region ends
+// there): the message is a continuation marker, the length of its metadata (padding
+// included) and the metadata, with no body.
+Result<int64_t> SchemaMessageEnd(std::string_view file) {
+  constexpr int64_t kMagicBytes = 8;  // "ARROW1" and two bytes of padding
+  auto read_u32 = [&](int64_t offset) {
+    uint32_t value = 0;
+    for (int b = 3; b >= 0; --b) value = value << 8 | static_cast<uint8_t>(file[offset + b]);
+    return value;
+  };
+  const auto size = static_cast<int64_t>(file.size());
+  if (size < kMagicBytes + 8 || read_u32(kMagicBytes) != 0xFFFFFFFFu) {
+    return Status::Corruption("no schema message with a continuation marker after the magic");
+  }
+  const int64_t length = static_cast<int32_t>(read_u32(kMagicBytes + 4));
+  if (length <= 0 || length > size - kMagicBytes - 8) {
+    return Status::Corruption(fmt::format(
+        "the schema message declares {} bytes of metadata in a file of {} bytes", length, size));
+  }
+  return kMagicBytes + 8 + length;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -276,26 +382,23 @@ class DataFileWriterImpl final : public DataFileWriter {
     STRATA_RETURN_IF_ERROR(Track(out_.Close()));
     const Buffer bytes = out_.Finish();
     const std::string_view view = bytes.view();
-    // The footer region (end-of-stream marker, footer, magic) follows the last batch.
-    STRATA_ASSIGN_OR_RETURN(const int64_t footer_start, Track(FindBatchRegions(bytes)));
+    // Regions are found in the finished file: the IPC writer may write a batch after later
+    // ones are given.
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ipc::FileReader> reader,
+                            Track(ipc::FileReader::Open(ipc::SourceFromBuffer(bytes))));
+    if (reader->num_batches() != static_cast<int>(batches_.size())) {
+      return Track(
+          Status::Internal(fmt::format("data file writer wrote {} batches, the file holds {}",
+                                       batches_.size(), reader->num_batches())));
+    }
 
     pb::DataFile entry;
     entry.set_path(NewDataFileKey());
     for (int32_t id : field_ids_) entry.add_field_ids(id);
-    entry.set_size(bytes.size());
-    auto fill = [&](pb::Region* region, int64_t offset, int64_t length) {
-      region->set_offset(offset);
-      region->set_length(length);
-      region->set_xxh3(XxHash3_64(view.substr(offset, length)));
-    };
-    fill(entry.mutable_header(), 0, header_end_);
-    for (pb::BatchInfo& info : batches_) {
-      pb::Region* region = info.mutable_region();
-      fill(region, region->offset(), region->length());
-      *entry.add_batches() = std::move(info);
-    }
+    for (pb::BatchInfo& info : batches_) *entry.add_batches() = std::move(info);
     batches_.clear();
-    fill(entry.mutable_footer(), footer_start, bytes.size() - footer_start);
+    entry.set_uncompressed_bytes(uncompressed_bytes_);
+    STRATA_RETURN_IF_ERROR(Track(CutRegions(view, *reader, header_end_, &entry)));
     STRATA_RETURN_IF_ERROR(
         store_->Put(prefix_ + entry.path(), view).WithContext("putting data file"));
     return entry;
@@ -317,29 +420,6 @@ class DataFileWriterImpl final : public DataFileWriter {
     return result;
   }
 
-  // Batch i's region runs from the end of the previous one (the header for batch 0) to the
-  // end of its record batch message, so it holds the dictionary messages written before it.
-  // Found in the finished file: the IPC writer may write a batch after later ones are given.
-  // Returns where the last region ends.
-  Result<int64_t> FindBatchRegions(const Buffer& bytes) {
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ipc::FileReader> reader,
-                            ipc::FileReader::Open(ipc::SourceFromBuffer(bytes)));
-    if (reader->num_batches() != static_cast<int>(batches_.size())) {
-      return Status::Internal(fmt::format("data file writer wrote {} batches, the file holds {}",
-                                          batches_.size(), reader->num_batches()));
-    }
-    int64_t start = header_end_;
-    for (int i = 0; i < reader->num_batches(); ++i) {
-      STRATA_ASSIGN_OR_RETURN(ipc::BatchInfo info, reader->InspectBatch(i));
-      const int64_t end = info.offset + info.metadata_length + info.body_length;
-      pb::Region* region = batches_[i].mutable_region();
-      region->set_offset(start);
-      region->set_length(end - start);
-      start = end;
-    }
-    return start;
-  }
-
   // Writes the pending rows as one batch and records its statistics.
   Status FlushPending() {
     if (pending_rows_ == 0) return Status::OK();
@@ -358,14 +438,10 @@ class DataFileWriterImpl final : public DataFileWriter {
     }
     STRATA_ASSIGN_OR_RETURN(RecordBatch batch,
                             RecordBatch::Make(schema_, pending_rows_, std::move(columns)));
-    pb::BatchInfo info;
-    info.set_num_rows(pending_rows_);
-    for (const Array& column : batch.columns()) {
-      STRATA_ASSIGN_OR_RETURN(expr::ColumnStatistics stats, expr::ComputeStatistics(column));
-      *info.add_stats() = StatsToProto(stats);
-    }
+    STRATA_ASSIGN_OR_RETURN(BatchSummary summary, SummarizeBatch(batch));
     STRATA_RETURN_IF_ERROR(writer_->WriteBatch(batch));
-    batches_.push_back(std::move(info));
+    batches_.push_back(std::move(summary.info));
+    uncompressed_bytes_ += summary.bytes;
     rows_written_ += pending_rows_;
     pending_.clear();
     pending_rows_ = 0;
@@ -385,6 +461,7 @@ class DataFileWriterImpl final : public DataFileWriter {
   int64_t pending_rows_ = 0;
   int64_t pending_bytes_ = 0;
   std::vector<pb::BatchInfo> batches_;  // regions are filled in by Finish()
+  int64_t uncompressed_bytes_ = 0;      // of the batches written
   int64_t rows_written_ = 0;
   int64_t bytes_buffered_ = 0;
   bool finished_ = false;
@@ -537,17 +614,7 @@ Result<std::unique_ptr<DataFileWriter>> DataFileWriter::Make(std::shared_ptr<Obj
   if (schema == nullptr || schema->num_fields() == 0) {
     return Status::InvalidArgument("data file writer needs a schema with at least one column");
   }
-  if (static_cast<int>(field_ids.size()) != schema->num_fields()) {
-    return Status::InvalidArgument(fmt::format("data file writer got {} field ids for {} columns",
-                                               field_ids.size(), schema->num_fields()));
-  }
-  std::set<int32_t> seen;
-  for (int32_t id : field_ids) {
-    if (id < 0 || !seen.insert(id).second) {
-      return Status::InvalidArgument(
-          fmt::format("data file writer: field id {} is negative or repeated", id));
-    }
-  }
+  STRATA_RETURN_IF_ERROR(CheckFieldIds(field_ids, schema->num_fields(), "data file writer"));
   if (options.max_rows_per_batch <= 0 || options.max_bytes_per_batch <= 0) {
     return Status::InvalidArgument(
         fmt::format("data file batch limits must be positive, not {} rows / {} bytes",
@@ -567,6 +634,66 @@ Result<std::shared_ptr<DataFileReader>> DataFileReader::Open(std::shared_ptr<Obj
                           OpenImpl(*store, table_prefix, entry, ipc::ReadOptions{},
                                    /*verify_all=*/false));
   return std::shared_ptr<DataFileReader>(std::move(reader));
+}
+
+Result<pb::DataFile> DescribeDataFile(ObjectStore& store, const std::string& table_prefix,
+                                      const std::string& path, const Schema& schema,
+                                      std::vector<int32_t> field_ids) {
+  STRATA_RETURN_IF_ERROR(ValidateObjectPrefix(table_prefix));
+  if (path.empty()) return Status::InvalidArgument("DescribeDataFile needs a path");
+  if (schema.num_fields() == 0) {
+    return Status::InvalidArgument("DescribeDataFile needs a schema with at least one column");
+  }
+  STRATA_RETURN_IF_ERROR(CheckFieldIds(field_ids, schema.num_fields(), "DescribeDataFile"));
+  const std::string key = table_prefix + path;
+  STRATA_ASSIGN_OR_RETURN(const Buffer bytes,
+                          WithContext(store.Get(key), fmt::format("describing data file {}", key)));
+  const std::string_view view = bytes.view();
+  // Whatever the IPC layer finds wrong with the bytes, the object is not a usable data file.
+  auto unreadable = [&](const Status& status) {
+    return Status::Corruption(
+        fmt::format("data file {} is not a readable Arrow IPC file: {}", key, status.ToString()));
+  };
+  ipc::ReadOptions options;
+  options.validate_full = true;  // written by something else: check everything once
+  Result<std::unique_ptr<ipc::FileReader>> opened =
+      ipc::FileReader::Open(ipc::SourceFromBuffer(bytes), options);
+  if (!opened.ok()) return unreadable(opened.status());
+  const ipc::FileReader& reader = **opened;
+  const Schema& actual = *reader.schema();
+  if (actual.num_fields() != schema.num_fields()) {
+    return Status::InvalidArgument(fmt::format("data file {} has {} columns, {} were expected", key,
+                                               actual.num_fields(), schema.num_fields()));
+  }
+  for (int i = 0; i < schema.num_fields(); ++i) {
+    const Field& got = *actual.field(i);
+    const Field& want = *schema.field(i);
+    if (got.name() != want.name() || !got.type()->Equals(*want.type())) {
+      return Status::InvalidArgument(fmt::format("data file {}: column {} is '{}', expected '{}'",
+                                                 key, i, got.ToString(), want.ToString()));
+    }
+  }
+  Result<int64_t> header_end = SchemaMessageEnd(view);
+  if (!header_end.ok()) return unreadable(header_end.status());
+
+  pb::DataFile entry;
+  entry.set_path(path);
+  for (int32_t id : field_ids) entry.add_field_ids(id);
+  int64_t uncompressed_bytes = 0;
+  for (int i = 0; i < reader.num_batches(); ++i) {
+    Result<RecordBatch> batch = reader.ReadBatch(i);
+    if (!batch.ok()) return unreadable(batch.status().WithContext(fmt::format("batch {}", i)));
+    if (batch->num_rows() == 0) {
+      return Status::Corruption(fmt::format("data file {}: batch {} has no rows", key, i));
+    }
+    STRATA_ASSIGN_OR_RETURN(BatchSummary summary, SummarizeBatch(*batch));
+    *entry.add_batches() = std::move(summary.info);
+    uncompressed_bytes += summary.bytes;
+  }
+  entry.set_uncompressed_bytes(uncompressed_bytes);
+  Status cut = CutRegions(view, reader, *header_end, &entry);
+  if (!cut.ok()) return unreadable(cut);
+  return entry;
 }
 
 Status VerifyDataFile(ObjectStore& store, const std::string& table_prefix,

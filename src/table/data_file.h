@@ -49,7 +49,9 @@ class DataFileWriter {
   // Uncompressed bytes accepted so far (for fragment size limits).
   virtual int64_t bytes_buffered() const = 0;
   // Writes the remaining rows, puts the object at a new "data/<uuid>.arrow" key and returns
-  // its manifest entry. The writer is unusable afterwards.
+  // its manifest entry, whose uncompressed_bytes sums the uncompressed bytes of the batches
+  // as written (bytes_buffered() measures the input pieces, which can differ by validity
+  // bytes). The writer is unusable afterwards.
   virtual Result<pb::DataFile> Finish() = 0;
 };
 
@@ -70,6 +72,20 @@ class DataFileReader {
   // Bytes of decoded metadata held (for cache accounting).
   virtual int64_t memory_bytes() const = 0;
 };
+
+// The manifest entry of an Arrow IPC file that something other than DataFileWriter wrote
+// (the LSM links write-ahead-log segments into generation tables this way): the object at
+// `table_prefix + path`, whose columns are `schema` (names and types must match the file's;
+// nullability and metadata aside) and the table fields `field_ids`. Regions are cut as the
+// writer cuts them: the header ends with the schema message, batch i runs from the end of
+// the previous region to the end of its record batch message (so bytes between messages
+// belong to the batch after them), and the footer is the rest. Statistics, row counts and
+// uncompressed_bytes are computed from the decoded batches exactly as DataFileWriter
+// computes them. Corruption when the object is not a readable IPC file or holds a batch of
+// zero rows; InvalidArgument when its schema does not match; NotFound when it is missing.
+Result<pb::DataFile> DescribeDataFile(ObjectStore& store, const std::string& table_prefix,
+                                      const std::string& path, const Schema& schema,
+                                      std::vector<int32_t> field_ids);
 
 // Reads every region of the file and checks its checksum and that it decodes (verify).
 Status VerifyDataFile(ObjectStore& store, const std::string& table_prefix,

@@ -227,9 +227,146 @@ Result<std::vector<RecordBatch>> AlignBatches(const internal::Snapshot& snapshot
   return aligned;
 }
 
+// Why `written` cannot be committed on `base`, or OK: each fragment's files hold columns of
+// the table (each at most once, together every non-nullable column and the key), have the
+// same batch row counts adding up to physical_rows, and its deletion file (if any) deletes
+// some of those rows; `rows` is the fragments' live rows; the key segment lists one fragment
+// each and comes with a key column. A column no file holds reads as null, which reads
+// refuse for a non-nullable column: such a fragment would make the table unreadable.
+Status CheckWrittenFragments(const internal::Snapshot& base,
+                             const internal::WrittenFragments& written) {
+  int64_t rows = 0;
+  for (size_t f = 0; f < written.fragments.size(); ++f) {
+    const pb::Fragment& fragment = written.fragments[f];
+    auto bad = [&](const std::string& what) {
+      return Status::InvalidArgument(fmt::format("appended fragment {}: {}", f, what));
+    };
+    if (fragment.files_size() == 0) return bad("it has no data files");
+    if (fragment.physical_rows() <= 0 || fragment.physical_rows() > int64_t{UINT32_MAX}) {
+      return bad(fmt::format("{} physical rows", fragment.physical_rows()));
+    }
+    std::set<int32_t> fields;
+    for (const pb::DataFile& file : fragment.files()) {
+      if (file.path().empty()) return bad("a data file has no path");
+      for (int32_t id : file.field_ids()) {
+        if (!base.column_of_field.contains(id)) {
+          return bad(fmt::format("data file {} holds field {}, which the table does not have",
+                                 file.path(), id));
+        }
+        if (!fields.insert(id).second) {
+          return bad(fmt::format("field {} is in more than one data file", id));
+        }
+      }
+      if (file.batches_size() != fragment.files(0).batches_size()) {
+        return bad(fmt::format("data files {} and {} have different numbers of batches",
+                               fragment.files(0).path(), file.path()));
+      }
+      int64_t file_rows = 0;
+      for (int b = 0; b < file.batches_size(); ++b) {
+        const int64_t batch_rows = file.batches(b).num_rows();
+        if (batch_rows != fragment.files(0).batches(b).num_rows()) {
+          return bad(fmt::format("data files {} and {} differ in the rows of batch {}",
+                                 fragment.files(0).path(), file.path(), b));
+        }
+        file_rows += batch_rows;
+      }
+      if (file_rows != fragment.physical_rows()) {
+        return bad(fmt::format("data file {} has {} rows, the fragment {}", file.path(), file_rows,
+                               fragment.physical_rows()));
+      }
+    }
+    for (int column = 0; column < base.schema->num_fields(); ++column) {
+      const bool is_key = base.key_column && *base.key_column == column;
+      if ((is_key || !base.schema->field(column)->nullable()) &&
+          !fields.contains(base.field_ids[column])) {
+        return bad(fmt::format("no data file holds the {} column '{}'",
+                               is_key ? "key" : "non-nullable",
+                               base.schema->field(column)->name()));
+      }
+    }
+    if (fragment.has_deletion()) {
+      const pb::DeletionFile& deletion = fragment.deletion();
+      if (deletion.path().empty() || deletion.num_deleted() <= 0 ||
+          deletion.num_deleted() > fragment.physical_rows()) {
+        return bad(fmt::format("deletion file '{}' deletes {} of {} rows", deletion.path(),
+                               deletion.num_deleted(), fragment.physical_rows()));
+      }
+    }
+    rows += fragment.physical_rows() -
+            (fragment.has_deletion() ? fragment.deletion().num_deleted() : 0);
+  }
+  if (rows != written.rows) {
+    return Status::InvalidArgument(
+        fmt::format("appended fragments hold {} live rows, WrittenFragments::rows says {}", rows,
+                    written.rows));
+  }
+  if (written.key_segment) {
+    if (!base.key_column) {
+      return Status::InvalidArgument(
+          "appended fragments come with a key segment, but the table has no primary-key column");
+    }
+    if (written.key_segment->fragment_ids_size() != static_cast<int>(written.fragments.size())) {
+      return Status::InvalidArgument(
+          fmt::format("the appended key segment lists {} fragments, {} are appended",
+                      written.key_segment->fragment_ids_size(), written.fragments.size()));
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 namespace internal {
+
+Result<AppendResult> AppendWrittenFragments(Table& table, WrittenFragments written) {
+  Table::Impl& impl = *table.impl_;
+  STRATA_RETURN_IF_ERROR(CheckWritable(impl));
+  SnapshotPtr read = impl.current();
+  AppendResult result;
+  result.version = read->version();
+  if (written.fragments.empty() && !written.key_segment && written.rows == 0) return result;
+  STRATA_RETURN_IF_ERROR(CheckWrittenFragments(*read, written));
+
+  auto build = [&](const Snapshot& base,
+                   const std::vector<pb::Transaction>&) -> Result<pb::Manifest> {
+    // Columns are only ever added, but check against the version actually committed on.
+    if (base.version() != read->version()) {
+      STRATA_RETURN_IF_ERROR(CheckWrittenFragments(base, written));
+    }
+    pb::Manifest manifest = NextManifest(base);
+    uint32_t next_id = base.manifest.next_fragment_id();
+    std::vector<uint32_t> ids;
+    for (const pb::Fragment& fragment : written.fragments) {
+      pb::Fragment* added = manifest.add_fragments();
+      *added = fragment;
+      added->set_id(next_id);
+      ids.push_back(next_id++);
+    }
+    manifest.set_next_fragment_id(next_id);
+    if (written.key_segment) {
+      pb::Index* index = nullptr;
+      for (pb::Index& candidate : *manifest.mutable_indexes()) {
+        if (candidate.name() == kKeyIndexName) index = &candidate;
+      }
+      if (index == nullptr) {
+        return Status::Internal(
+            fmt::format("version {} lacks the key index '{}'", base.version(), kKeyIndexName));
+      }
+      pb::KeySegment* segment = index->add_segments();
+      *segment = *written.key_segment;
+      segment->clear_fragment_ids();
+      for (uint32_t id : ids) segment->add_fragment_ids(id);
+    }
+    for (uint32_t id : ids) manifest.mutable_transaction()->add_added_fragments(id);
+    return manifest;
+  };
+  STRATA_ASSIGN_OR_RETURN(SnapshotPtr committed, Commit(impl, read, "append", "", build));
+  result.version = committed->version();
+  result.rows = written.rows;
+  result.fragments = static_cast<int>(written.fragments.size());
+  result.bytes_written = written.bytes_written;
+  return result;
+}
 
 Result<std::vector<RecordBatch>> AlignAppendBatches(const Snapshot& snapshot,
                                                     const std::vector<RecordBatch>& batches) {
@@ -445,42 +582,7 @@ Result<AppendResult> Table::Append(const std::vector<RecordBatch>& batches,
     if (progress) progress(done, total);
   }
   STRATA_ASSIGN_OR_RETURN(internal::WrittenFragments written, writer->Finish());
-
-  auto build = [&](const internal::Snapshot& base,
-                   const std::vector<pb::Transaction>&) -> Result<pb::Manifest> {
-    pb::Manifest manifest = NextManifest(base);
-    uint32_t next_id = base.manifest.next_fragment_id();
-    std::vector<uint32_t> ids;
-    for (const pb::Fragment& fragment : written.fragments) {
-      pb::Fragment* added = manifest.add_fragments();
-      *added = fragment;
-      added->set_id(next_id);
-      ids.push_back(next_id++);
-    }
-    manifest.set_next_fragment_id(next_id);
-    if (written.key_segment) {
-      pb::Index* index = nullptr;
-      for (pb::Index& candidate : *manifest.mutable_indexes()) {
-        if (candidate.name() == internal::kKeyIndexName) index = &candidate;
-      }
-      if (index == nullptr) {
-        return Status::Internal(fmt::format("version {} lacks the key index '{}'", base.version(),
-                                            internal::kKeyIndexName));
-      }
-      pb::KeySegment* segment = index->add_segments();
-      *segment = *written.key_segment;
-      segment->clear_fragment_ids();
-      for (uint32_t id : ids) segment->add_fragment_ids(id);
-    }
-    for (uint32_t id : ids) manifest.mutable_transaction()->add_added_fragments(id);
-    return manifest;
-  };
-  STRATA_ASSIGN_OR_RETURN(SnapshotPtr committed, Commit(*impl_, read, "append", "", build));
-  result.version = committed->version();
-  result.rows = written.rows;
-  result.fragments = static_cast<int>(written.fragments.size());
-  result.bytes_written = written.bytes_written;
-  return result;
+  return internal::AppendWrittenFragments(*this, std::move(written));
 }
 
 Result<DeleteResult> Table::Delete(std::string_view filter) {

@@ -102,6 +102,21 @@ struct WrittenFragments {
   int64_t bytes_written = 0;
 };
 
+// Commits fragments whose files already exist (data files, deletion files, the key
+// segment) to `table` as one "append" version, exactly as Table::Append commits what its
+// FragmentSetWriter wrote (Table::Append itself ends with this call): fragment ids are
+// assigned by the commit, `key_segment` (if set) covers `fragments` in order. A fragment may
+// carry a deletion file (rows of the file that are not part of the table); it may have been
+// written with any fragment id in its name. The result's bytes_written is
+// written.bytes_written and its rows written.rows, which must be the fragments' live rows
+// (physical_rows less deleted rows). Nullable columns no file of a fragment holds read as
+// null. InvalidArgument (nothing committed) when the entries do not fit the table: unknown
+// or repeated field ids, a fragment without the key or a non-nullable column, files of one
+// fragment with different batch rows or not adding up to physical_rows, a deletion count
+// outside [1, physical_rows], a wrong `rows`, or a key segment without a key column or not
+// listing one id per fragment.
+Result<AppendResult> AppendWrittenFragments(Table& table, WrittenFragments written);
+
 // Streams rows (the table schema or a subset of its columns, by name) into fragments cut by
 // TableOptions limits, and builds their key segment.
 class FragmentSetWriter {
