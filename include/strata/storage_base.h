@@ -77,6 +77,8 @@ struct StorageBaseOptions {
   int64_t max_memtable_rows = 100000;
   int64_t max_memtable_bytes = int64_t{256} << 20;
   int64_t max_unflushed_bytes = int64_t{1} << 30;
+  // A WAL segment is ended and the next one started past this size.
+  int64_t max_wal_segment_bytes = int64_t{64} << 20;
 
   // Merge: count trigger (0 = off): after a seal, merge when at least this many
   // generations are pending in the own shard.
@@ -103,6 +105,10 @@ struct StorageBaseOptions {
   // writes one on the ingest path: lz4 costs about half zstd's CPU there, which keeps seals
   // abreast of the puts, and reads of pending generations decompress faster too.
   ipc::Compression generation_compression = ipc::Compression::kLz4Frame;
+  // Seal large memtables (at least 8 MiB, without deletes) by linking the WAL segments that
+  // hold their rows into the generation instead of writing every row a second time
+  // (docs/format/lsm.md §6.3); such generations are uncompressed. Off: every seal rewrites.
+  bool link_wal_segments = true;
   // Metrics go here (null = DefaultMetrics()).
   MetricsRegistry* metrics = nullptr;
 };

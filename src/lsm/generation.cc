@@ -12,6 +12,7 @@
 #include "fmt/format.h"
 #include "lsm/layout.h"
 #include "strata/builder.h"
+#include "table/table_internal.h"
 
 namespace strata::lsm {
 
@@ -31,17 +32,11 @@ Result<Array> ConstantBools(bool value, int64_t length) {
   return builder.Finish();
 }
 
-// Newest row per key: walk the snapshot from its newest row back, keeping the first row
-// seen of every key (full encoded keys compared), then emit survivors in append order.
-Result<DedupOutput> Dedup(const MemTableSnapshot& snapshot) {
-  const SchemaPtr& shard_schema = snapshot.schema();
-  if (shard_schema == nullptr) {
-    return Status::InvalidArgument("memtable snapshot has no memtable");
-  }
-  const int key_column = snapshot.key_column();
-  SchemaPtr out_schema = GenerationSchema(*shard_schema, key_column);
+// The newest row per key: per snapshot batch, the rows that survive, ascending. Walks the
+// snapshot from its newest row back, keeping the first row seen of every key (full encoded
+// keys compared).
+std::vector<std::vector<int64_t>> Survivors(const MemTableSnapshot& snapshot) {
   const auto& batches = snapshot.batches();
-
   std::vector<std::vector<int64_t>> keep(batches.size());
   std::unordered_set<std::string_view> seen;
   seen.reserve(static_cast<size_t>(snapshot.rows()));
@@ -50,13 +45,26 @@ Result<DedupOutput> Dedup(const MemTableSnapshot& snapshot) {
     for (size_t r = keys.size(); r-- > 0;) {
       if (seen.insert(keys[r]).second) keep[b].push_back(static_cast<int64_t>(r));
     }
+    std::reverse(keep[b].begin(), keep[b].end());
   }
+  return keep;
+}
+
+// The survivors emitted in append order.
+Result<DedupOutput> Dedup(const MemTableSnapshot& snapshot) {
+  const SchemaPtr& shard_schema = snapshot.schema();
+  if (shard_schema == nullptr) {
+    return Status::InvalidArgument("memtable snapshot has no memtable");
+  }
+  const int key_column = snapshot.key_column();
+  SchemaPtr out_schema = GenerationSchema(*shard_schema, key_column);
+  const auto& batches = snapshot.batches();
+  std::vector<std::vector<int64_t>> keep = Survivors(snapshot);
 
   DedupOutput out;
   for (size_t b = 0; b < batches.size(); ++b) {
     std::vector<int64_t>& rows = keep[b];
     if (rows.empty()) continue;
-    std::reverse(rows.begin(), rows.end());
     const MemTableBatch& source = *batches[b];
     const auto n = static_cast<int64_t>(rows.size());
     // Usually no key repeats within a memtable: a batch whose every row survives is used
@@ -91,6 +99,131 @@ std::string GenerationPrefix(const std::string& store_prefix, const Uuid& shard,
   return ShardDir(store_prefix, shard) + path;
 }
 
+// The snapshot's batches that came from one WAL segment, in WAL order.
+struct SegmentBatches {
+  uint64_t epoch = 0;
+  uint64_t segment = 0;
+  int64_t first_record = 0;     // offset of the first record's first byte
+  int64_t end = 0;              // offset just past the last record
+  std::vector<size_t> batches;  // snapshot batch indices
+};
+
+std::vector<SegmentBatches> GroupBySegment(const MemTableSnapshot& snapshot) {
+  std::vector<SegmentBatches> groups;
+  const auto& batches = snapshot.batches();
+  for (size_t b = 0; b < batches.size(); ++b) {
+    const MemTableBatch& batch = *batches[b];
+    const pb::WalPosition& end = batch.wal_end;
+    if (groups.empty() || groups.back().epoch != end.epoch() ||
+        groups.back().segment != end.segment()) {
+      groups.push_back({end.epoch(), end.segment(), batch.wal_record_offset, 0, {}});
+    }
+    groups.back().end = static_cast<int64_t>(end.offset());
+    groups.back().batches.push_back(b);
+  }
+  return groups;
+}
+
+// One segment of the snapshot linked into the generation table at `prefix` as local
+// fragment `local`: the fragment (data file, deletion file) and its keys added to `keys`.
+// `keep` and `live_keys` as in WriteLinkedGeneration.
+Result<table::pb::Fragment> LinkSegment(ObjectStore& store, const std::string& store_prefix,
+                                        const Uuid& shard, const std::string& prefix,
+                                        const MemTableSnapshot& snapshot,
+                                        const SegmentBatches& group,
+                                        const std::vector<std::vector<int64_t>>& keep,
+                                        uint32_t local, table::internal::KeySegmentBuilder& keys,
+                                        std::vector<std::string>& live_keys) {
+  const std::string segment_key = WalSegmentKey(store_prefix, shard, group.epoch, group.segment);
+  const std::string data_path =
+      fmt::format("data/wal-{:020}-{:010}.arrow", group.epoch, group.segment);
+  STRATA_RETURN_IF_ERROR(store.Copy(segment_key, prefix + data_path)
+                             .WithContext("linking WAL segment " + segment_key));
+  const Schema& shard_schema = *snapshot.schema();
+  std::vector<int32_t> field_ids;
+  // A new table numbers its fields 0, 1, ... in schema order, and the generation schema
+  // starts with the shard's columns.
+  for (int i = 0; i < shard_schema.num_fields(); ++i) field_ids.push_back(i);
+  STRATA_ASSIGN_OR_RETURN(table::pb::DataFile file,
+                          table::internal::DescribeDataFile(store, prefix, data_path, shard_schema,
+                                                            std::move(field_ids)));
+  // The segment's batches are the non-empty batches of its rows records in order; those of
+  // the snapshot are the ones whose message ends inside the snapshot's records.
+  table::internal::DeletionVector deleted;
+  int64_t row = 0;
+  size_t next = 0;
+  for (const table::pb::BatchInfo& info : file.batches()) {
+    const int64_t message_end = info.region().offset() + info.region().length();
+    const int64_t n = info.num_rows();
+    if (message_end > group.first_record && message_end <= group.end) {
+      if (next == group.batches.size()) {
+        return Status::Internal(
+            fmt::format("WAL segment {} holds more batches in [{}, {}) than "
+                        "the memtable ({})",
+                        segment_key, group.first_record, group.end, next));
+      }
+      const size_t b = group.batches[next++];
+      const MemTableBatch& batch = *snapshot.batches()[b];
+      if (batch.batch.num_rows() != n) {
+        return Status::Internal(
+            fmt::format("WAL segment {}: a batch ending at {} has {} rows, the memtable's {}",
+                        segment_key, message_end, n, batch.batch.num_rows()));
+      }
+      STRATA_RETURN_IF_ERROR(
+          keys.Add(local, static_cast<uint32_t>(row), batch.batch.column(snapshot.key_column())));
+      size_t k = 0;
+      for (int64_t r = 0; r < n; ++r) {
+        if (k < keep[b].size() && keep[b][k] == r) {
+          live_keys.push_back(batch.keys[static_cast<size_t>(r)]);
+          ++k;
+        } else {
+          deleted.Add(static_cast<uint32_t>(row + r));
+        }
+      }
+    } else {
+      deleted.AddRange(static_cast<uint32_t>(row), static_cast<uint32_t>(row + n));
+    }
+    row += n;
+  }
+  if (next != group.batches.size()) {
+    return Status::Internal(fmt::format("WAL segment {} holds {} of the memtable's {} batches",
+                                        segment_key, next, group.batches.size()));
+  }
+  table::pb::Fragment fragment;
+  *fragment.add_files() = std::move(file);
+  fragment.set_physical_rows(row);
+  if (!deleted.empty()) {
+    STRATA_ASSIGN_OR_RETURN(
+        *fragment.mutable_deletion(),
+        table::internal::WriteDeletionFile(store, prefix, local, 1, row, deleted));
+  }
+  return fragment;
+}
+
+// bloom.bin and the manifest entry, once the generation table is complete.
+Result<pb::Generation> FinishGeneration(ObjectStore& store, const std::string& prefix,
+                                        const std::string& path, uint64_t generation,
+                                        const std::vector<std::string>& keys, int64_t rows,
+                                        int64_t tombstones, Clock* clock) {
+  BloomFilter bloom = BloomFilter::Build(keys);
+  STRATA_RETURN_IF_ERROR(store.Put(prefix + std::string(kBloomObject), bloom.Serialize()));
+
+  // Everything under the generation's directory is its files (manifests, data, index,
+  // bloom filter).
+  STRATA_ASSIGN_OR_RETURN(std::vector<ObjectMeta> objects, store.List(prefix));
+  int64_t bytes = 0;
+  for (const ObjectMeta& object : objects) bytes += object.size;
+
+  pb::Generation entry;
+  entry.set_generation(generation);
+  entry.set_path(path);
+  entry.set_rows(rows);
+  entry.set_tombstones(tombstones);
+  entry.set_bytes(bytes);
+  entry.set_sealed_at_micros(clock->NowMicros());
+  return entry;
+}
+
 }  // namespace
 
 SchemaPtr GenerationSchema(const Schema& shard_schema, int key_column) {
@@ -108,7 +241,8 @@ SchemaPtr GenerationSchema(const Schema& shard_schema, int key_column) {
       fields.push_back(f->nullable() ? f : f->WithNullable(true));
     }
   }
-  fields.push_back(field(std::string(kTombstoneColumn), boolean(), /*nullable=*/false));
+  // Nullable: linked generations (§6.3) lack the column in their data files.
+  fields.push_back(field(std::string(kTombstoneColumn), boolean(), /*nullable=*/true));
   return schema(std::move(fields), shard_schema.metadata());
 }
 
@@ -137,23 +271,58 @@ Result<pb::Generation> WriteGeneration(const std::shared_ptr<ObjectStore>& store
     return Status::Internal(fmt::format("generation {}: appended {} rows, expected {}", path,
                                         appended.rows, dedup.rows));
   }
-  BloomFilter bloom = BloomFilter::Build(dedup.keys);
-  STRATA_RETURN_IF_ERROR(store->Put(prefix + std::string(kBloomObject), bloom.Serialize()));
+  return FinishGeneration(*store, prefix, path, generation, dedup.keys, dedup.rows,
+                          dedup.tombstones, clock);
+}
 
-  // Everything under the generation's directory is its files (manifests, data, index,
-  // bloom filter).
-  STRATA_ASSIGN_OR_RETURN(std::vector<ObjectMeta> objects, store->List(prefix));
-  int64_t bytes = 0;
-  for (const ObjectMeta& object : objects) bytes += object.size;
+bool CanLinkWal(const MemTableSnapshot& snapshot) {
+  if (snapshot.rows() == 0 || snapshot.schema() == nullptr) return false;
+  for (const auto& batch : snapshot.batches()) {
+    if (batch->tombstone || batch->wal_record_offset < 0) return false;
+  }
+  return true;
+}
 
-  pb::Generation entry;
-  entry.set_generation(generation);
-  entry.set_path(path);
-  entry.set_rows(dedup.rows);
-  entry.set_tombstones(dedup.tombstones);
-  entry.set_bytes(bytes);
-  entry.set_sealed_at_micros(clock->NowMicros());
-  return entry;
+Result<pb::Generation> WriteLinkedGeneration(const std::shared_ptr<ObjectStore>& store,
+                                             const std::string& store_prefix, const Uuid& shard,
+                                             uint64_t generation, const MemTableSnapshot& snapshot,
+                                             const table::TableOptions& options, Clock* clock) {
+  if (!CanLinkWal(snapshot)) {
+    return Status::InvalidArgument(fmt::format(
+        "generation {} of shard {}: the memtable holds tombstones or replayed rows and cannot "
+        "be linked from the WAL",
+        generation, shard.ToString()));
+  }
+  const std::vector<std::vector<int64_t>> keep = Survivors(snapshot);
+  const std::string path = NewGenerationPath(generation);
+  const std::string prefix = GenerationPrefix(store_prefix, shard, path);
+  const SchemaPtr& shard_schema = snapshot.schema();
+  const int key_column = snapshot.key_column();
+  STRATA_ASSIGN_OR_RETURN(
+      std::shared_ptr<table::Table> table,
+      table::Table::Create(store, prefix, GenerationSchema(*shard_schema, key_column), options));
+  STRATA_ASSIGN_OR_RETURN(
+      table::internal::KeyKind kind,
+      table::internal::KeyKindForType(*shard_schema->field(key_column)->type()));
+  table::internal::KeySegmentBuilder keys(kind);
+  std::vector<std::string> live_keys;
+  live_keys.reserve(static_cast<size_t>(snapshot.rows()));
+  table::internal::WrittenFragments written;
+  std::vector<uint32_t> locals;
+  for (const SegmentBatches& group : GroupBySegment(snapshot)) {
+    const auto local = static_cast<uint32_t>(written.fragments.size());
+    STRATA_ASSIGN_OR_RETURN(table::pb::Fragment fragment,
+                            LinkSegment(*store, store_prefix, shard, prefix, snapshot, group, keep,
+                                        local, keys, live_keys));
+    written.fragments.push_back(std::move(fragment));
+    locals.push_back(local);
+  }
+  STRATA_ASSIGN_OR_RETURN(written.key_segment, keys.Finish(*store, prefix, locals));
+  written.rows = static_cast<int64_t>(live_keys.size());
+  STRATA_RETURN_IF_ERROR(
+      table::internal::AppendWrittenFragments(*table, std::move(written)).status());
+  return FinishGeneration(*store, prefix, path, generation, live_keys,
+                          static_cast<int64_t>(live_keys.size()), 0, clock);
 }
 
 // --- Generation ------------------------------------------------------------------------

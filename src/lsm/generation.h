@@ -3,7 +3,8 @@
 // once written; listed in the shard manifest until merged into the base table.
 //
 // A generation table's schema is the shard schema with every non-key column nullable and
-// one more column, kTombstoneColumn (bool, non-null), true for a deletion. It holds at most
+// one more column, kTombstoneColumn (bool), true for a deletion (null, in generations linked
+// from the WAL, is not a deletion). It holds at most
 // one row per key: the newest (full keys compared, not hashes), tombstones included.
 #pragma once
 
@@ -39,6 +40,24 @@ Result<pb::Generation> WriteGeneration(const std::shared_ptr<ObjectStore>& store
                                        uint64_t generation, const MemTableSnapshot& snapshot,
                                        const table::TableOptions& options,
                                        Clock* clock = SystemClock());
+
+// True when WriteLinkedGeneration can write `snapshot`: every batch came from a WAL rows
+// record appended by this writer (its record offset is known), none is a tombstone.
+bool CanLinkWal(const MemTableSnapshot& snapshot);
+
+// Writes `snapshot` as generation `generation` like WriteGeneration, but without rewriting
+// its rows: every WAL segment holding its records — format 2 segments ended with a footer,
+// which the caller made sure of — is copied into the generation table (a hard link on a
+// local store) as the data file of one fragment, with a deletion file for the rows of the
+// segment that are not in the generation (rows of other memtables, and rows a newer row of
+// the same key in the snapshot replaces). Readers see the same rows as from WriteGeneration;
+// the data files lack kTombstoneColumn, which reads as null (not a tombstone).
+// REQUIRES: CanLinkWal(snapshot).
+Result<pb::Generation> WriteLinkedGeneration(const std::shared_ptr<ObjectStore>& store,
+                                             const std::string& store_prefix, const Uuid& shard,
+                                             uint64_t generation, const MemTableSnapshot& snapshot,
+                                             const table::TableOptions& options,
+                                             Clock* clock = SystemClock());
 
 // An opened generation.
 class Generation {

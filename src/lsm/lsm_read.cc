@@ -230,12 +230,18 @@ Result<RecordBatch> GenerationRows(const RecordBatch& batch, const ReadPlan& pla
   return Conform(taken, plan.work_schema, what);
 }
 
+// A generation's tombstone column. Generations linked from the WAL hold puts only and
+// their data files lack the column, which then reads as null: null is not a tombstone.
 Result<Array> TombstoneColumn(const RecordBatch& batch, const std::string& what) {
   const Array& tombstones = batch.column(batch.num_columns() - 1);
-  if (tombstones.type_id() != TypeId::kBool || tombstones.null_count() != 0) {
+  if (tombstones.type_id() != TypeId::kBool) {
     return Status::Corruption(fmt::format("{}: bad tombstone column", what));
   }
   return tombstones;
+}
+
+bool IsTombstone(const Array& tombstones, int64_t row) {
+  return tombstones.IsValid(row) && tombstones.BoolValue(row);
 }
 
 // Batches of `generation` scanned with `options`, each passed to `visit` until it returns
@@ -270,7 +276,7 @@ Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::s
           STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
           std::vector<int64_t> live;
           for (int64_t r = 0; r < batch.num_rows(); ++r) {
-            if (seen.Insert(keys[r]) && !tombstones.BoolValue(r)) live.push_back(r);
+            if (seen.Insert(keys[r]) && !IsTombstone(tombstones, r)) live.push_back(r);
           }
           if (live.empty()) return Status::OK();
           STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, GenerationRows(batch, plan, live, what));
@@ -288,7 +294,7 @@ Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::s
         STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
         std::vector<int64_t> live;
         for (int64_t r = 0; r < batch.num_rows(); ++r) {
-          if (!tombstones.BoolValue(r) && !seen.Contains(keys[r])) live.push_back(r);
+          if (!IsTombstone(tombstones, r) && !seen.Contains(keys[r])) live.push_back(r);
         }
         if (live.empty()) return Status::OK();
         STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, GenerationRows(batch, plan, live, what));
@@ -472,7 +478,7 @@ Status GetFromGeneration(const Generation& generation, const ReadPlan& plan, Get
       continue;
     }
     Resolve(state, it->second);
-    if (!tombstones.BoolValue(r)) {
+    if (!IsTombstone(tombstones, r)) {
       live.push_back(r);
       slots.push_back(it->second);
     }

@@ -100,7 +100,8 @@ std::shared_ptr<MemTable> MemTable::Make(SchemaPtr schema, int key_column) {
   return std::shared_ptr<MemTable>(new MemTable(std::move(schema), key_column));
 }
 
-Status MemTable::Append(RecordBatch batch, bool tombstone, const pb::WalPosition& wal_end) {
+Status MemTable::Append(RecordBatch batch, bool tombstone, const pb::WalPosition& wal_end,
+                        int64_t wal_record_offset) {
   // Everything that can fail happens before the memtable changes.
   STRATA_RETURN_IF_ERROR(CheckBatchSchema(*schema_, batch));
   if (key_column_ < 0 || key_column_ >= batch.num_columns()) {
@@ -114,6 +115,8 @@ Status MemTable::Append(RecordBatch batch, bool tombstone, const pb::WalPosition
   const int64_t bytes = BatchBytes(batch);
   entry->batch = std::move(batch);
   entry->tombstone = tombstone;
+  entry->wal_end = wal_end;
+  entry->wal_record_offset = wal_record_offset;
 
   MutexLock lock(mutex_);
   wal_end_ = wal_end;
@@ -149,6 +152,7 @@ std::shared_ptr<const MemTableSnapshot> MemTable::Snapshot() const {
   MutexLock lock(mutex_);
   snapshot->batches_ = batches_;
   snapshot->rows_ = rows_;
+  snapshot->bytes_ = bytes_;
   return snapshot;
 }
 

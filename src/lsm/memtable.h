@@ -27,6 +27,10 @@ struct MemTableBatch {
   RecordBatch batch;
   bool tombstone = false;
   std::vector<std::string> keys;  // encoded key per row
+  // The WAL record the batch came from: the position just past it, and the offset of its
+  // first byte in that segment (-1 when unknown: rows replayed from the WAL).
+  pb::WalPosition wal_end;
+  int64_t wal_record_offset = -1;
 };
 
 // Where a row lives: batch index and row within it.
@@ -45,6 +49,7 @@ class MemTableSnapshot {
   // In append order (older first). Shared with the memtable; never modified.
   const std::vector<std::shared_ptr<const MemTableBatch>>& batches() const { return batches_; }
   int64_t rows() const { return rows_; }
+  int64_t bytes() const { return bytes_; }  // as MemTable::bytes()
   // The newest row of `encoded_key` in this snapshot (a tombstone counts), if any.
   std::optional<MemRowRef> Lookup(std::string_view encoded_key) const;
 
@@ -53,6 +58,7 @@ class MemTableSnapshot {
   std::shared_ptr<const MemTable> table_;
   std::vector<std::shared_ptr<const MemTableBatch>> batches_;
   int64_t rows_ = 0;
+  int64_t bytes_ = 0;
 };
 
 class MemTable : public std::enable_shared_from_this<MemTable> {
@@ -60,9 +66,11 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
   // `schema` is the shard schema; `key_column` its primary key.
   static std::shared_ptr<MemTable> Make(SchemaPtr schema, int key_column);
 
-  // Appends a batch whose WAL record ends at `wal_end`. The batch must have the shard
-  // schema (the writer aligns input first); InvalidArgument for a null key.
-  Status Append(RecordBatch batch, bool tombstone, const pb::WalPosition& wal_end);
+  // Appends a batch whose WAL record ends at `wal_end` and starts at `wal_record_offset`
+  // of the same segment (-1 when unknown). The batch must have the shard schema (the writer
+  // aligns input first); InvalidArgument for a null key.
+  Status Append(RecordBatch batch, bool tombstone, const pb::WalPosition& wal_end,
+                int64_t wal_record_offset = -1);
 
   int64_t rows() const;
   // Bytes of the batches' buffers (what the memtable holds in memory).

@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "lsm/dictionary_canon.h"
 #include "lsm/generation.h"
 #include "lsm/key.h"
 #include "lsm/layout.h"
@@ -87,6 +88,10 @@ struct ShardWriter::Impl {
   uint64_t epoch = 0;
   int64_t replayed_records = 0;
   std::unique_ptr<WalWriter> wal;  // set once at open
+  bool wal_files = false;          // the WAL writes format 2 segments (set once at open)
+  // With wal_files: puts' dictionary columns re-indexed onto one dictionary per column, so
+  // one dictionary per column serves a whole segment as an IPC file.
+  std::unique_ptr<DictionaryCanon> canon;
 
   // The newest manifest version this writer has seen (fence probes start after it).
   std::atomic<uint64_t> known_version{0};
@@ -226,9 +231,12 @@ struct ShardWriter::Impl {
     STRATA_RETURN_IF_ERROR(WaitForRoom());
     Result<pb::WalPosition> appended =
         wal->AppendView(kind, payload.view(), [&](const pb::WalPosition& end) {
+          const auto record_offset =
+              static_cast<int64_t>(end.offset()) -
+              static_cast<int64_t>(kWalHeaderSize + payload.size() + kWalTrailerSize);
           MutexLock lock(mu);
           for (const RecordBatch& batch : batches) {
-            Status st = active->Append(batch, tombstone, end);
+            Status st = active->Append(batch, tombstone, end, record_offset);
             if (!st.ok() && append_error.ok()) {
               append_error = st.WithContext("memtable append after WAL " + PositionString(end));
             }
@@ -274,6 +282,25 @@ struct ShardWriter::Impl {
     return EncodeKeys(keys, key_name).status();
   }
 
+  // Whether the generation of `snapshot` (ending at `wal_end`) links the WAL's segments
+  // rather than rewriting its rows; if so, ends the segment holding wal_end first, so that
+  // every segment the snapshot touches is a complete IPC file.
+  Result<bool> ReadyToLink(const MemTableSnapshot& snapshot, const pb::WalPosition& wal_end) {
+    if (!wal_files || wal == nullptr || wal_end.epoch() != epoch || !CanLinkWal(snapshot)) {
+      return false;
+    }
+    if (canon != nullptr && !canon->usable()) return false;
+    if (snapshot.bytes() < options.max_wal_segment_bytes / 8) return false;
+    if (!wal->SegmentHasFooter(wal_end.segment())) {
+      STRATA_RETURN_IF_ERROR(wal->RollSegment().status());
+    }
+    const uint64_t first = snapshot.batches().front()->wal_end.segment();
+    for (uint64_t segment = first; segment <= wal_end.segment(); ++segment) {
+      if (!wal->SegmentHasFooter(segment)) return false;  // abandoned after an error
+    }
+    return true;
+  }
+
   // Writes the generation of `snapshot` and publishes it: generation entry with wal_end,
   // current_generation + 1, replay_after = `replay_after`. OK without writing when the
   // manifest already covers `wal_end` (an earlier attempt published it but reported an
@@ -288,9 +315,12 @@ struct ShardWriter::Impl {
       return Status::OK();
     }
     const uint64_t g = latest.current_generation();
+    STRATA_ASSIGN_OR_RETURN(bool link, ReadyToLink(snapshot, wal_end));
     STRATA_ASSIGN_OR_RETURN(pb::Generation entry,
-                            WriteGeneration(store, prefix, shard, g, snapshot,
-                                            options.generation_options, options.clock));
+                            link ? WriteLinkedGeneration(store, prefix, shard, g, snapshot,
+                                                         options.generation_options, options.clock)
+                                 : WriteGeneration(store, prefix, shard, g, snapshot,
+                                                   options.generation_options, options.clock));
     *entry.mutable_wal_end() = wal_end;
     STRATA_ASSIGN_OR_RETURN(
         pb::ShardManifest written,
@@ -323,10 +353,12 @@ struct ShardWriter::Impl {
   // covers the records after it). Small segments are not rolled, so frequent small seals
   // (seal_on_put) do not start a new segment object each time.
   pb::WalPosition CoveredAfterPublish(const pb::WalPosition& end) {
-    if (wal == nullptr || static_cast<int64_t>(end.offset()) < options.max_wal_segment_bytes / 8 ||
-        CompareWalPositions(wal->last_position(), end) != 0) {
-      return end;
+    if (wal == nullptr || CompareWalPositions(wal->last_position(), end) != 0) return end;
+    // Already ended (a linked generation's seal ends its last segment).
+    if (end.epoch() == epoch && wal->SegmentHasFooter(end.segment())) {
+      return MakeWalPosition(end.epoch(), end.segment() + 1, 0);
     }
+    if (static_cast<int64_t>(end.offset()) < options.max_wal_segment_bytes / 8) return end;
     Result<pb::WalPosition> rolled = wal->RollSegment();
     if (!rolled.ok() || CompareWalPositions(*rolled, end) != 0) return end;
     return MakeWalPosition(end.epoch(), end.segment() + 1, 0);
@@ -509,6 +541,13 @@ Result<std::shared_ptr<ShardWriter>> ShardWriter::Open(std::shared_ptr<ObjectSto
 
   WalWriterOptions wal_options;
   wal_options.max_segment_bytes = impl->options.max_wal_segment_bytes;
+  // Segments double as IPC files when generations may link them; dictionary columns are
+  // canonicalized for that (a dictionary nested in another column is not).
+  if (impl->options.link_wal_segments && !DictionaryCanon::HasNestedDictionary(*impl->schema)) {
+    wal_options.file_schema = impl->schema;
+    impl->canon = std::make_unique<DictionaryCanon>(*impl->schema);
+  }
+  impl->wal_files = wal_options.file_schema != nullptr;
   Impl* raw = impl.get();
   wal_options.check_fence = [raw] { return raw->CheckFence(); };
   STRATA_ASSIGN_OR_RETURN(impl->wal, WalWriter::Open(impl->store, impl->prefix, impl->shard,
@@ -548,6 +587,16 @@ Status ShardWriter::Put(const std::vector<RecordBatch>& batches) {
     rows.push_back(std::move(aligned));
   }
   if (rows.empty()) return Status::OK();
+  if (d.canon != nullptr && !d.canon->empty()) {
+    STRATA_ASSIGN_OR_RETURN(std::optional<std::vector<RecordBatch>> canonical,
+                            d.canon->Apply(rows));
+    if (canonical) {
+      rows = std::move(*canonical);
+    } else {
+      // A dictionary outgrew its index type: this and later segments cannot be files.
+      d.wal->StopFileSegments();
+    }
+  }
   STRATA_ASSIGN_OR_RETURN(Buffer payload, SerializeStream(d.schema, rows));
   return d.AppendDurable(WalRecordKind::kRows, payload, rows, false);
 }

@@ -38,6 +38,11 @@ struct ShardWriterOptions {
   // than this many bytes.
   int64_t max_unflushed_bytes = int64_t{1} << 30;
   int64_t max_wal_segment_bytes = int64_t{64} << 20;
+  // Seal large memtables without rewriting their rows: the WAL segments (written as Arrow
+  // IPC files, format 2) are linked into the generation table. Applies to memtables of at
+  // least max_wal_segment_bytes / 8 bytes without tombstones and to schemas without
+  // dictionary columns; other seals, and every seal with this off, rewrite the rows.
+  bool link_wal_segments = true;
   // Options of generation tables (compression, batch sizes).
   table::TableOptions generation_options;
   Clock* clock = SystemClock();

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <random>
 #include <thread>
@@ -107,7 +108,9 @@ std::multimap<int64_t, GenRow> ReadGenerations(const std::shared_ptr<ObjectStore
     EXPECT_TRUE(ids.is_valid_handle() && tombstones.is_valid_handle());
     if (!ids.is_valid_handle() || !tombstones.is_valid_handle()) continue;
     for (int64_t r = 0; r < all->num_rows(); ++r) {
-      rows.emplace(ids.Value<int64_t>(r), GenRow{entry.generation(), tombstones.BoolValue(r)});
+      // Generations linked from the WAL lack the column: null, not a tombstone.
+      rows.emplace(ids.Value<int64_t>(r),
+                   GenRow{entry.generation(), tombstones.IsValid(r) && tombstones.BoolValue(r)});
     }
   }
   return rows;
@@ -245,6 +248,142 @@ TEST_P(ShardWriterTest, ConcurrentPutsLandInGenerationsExactlyOnce) {
   // Group commit: concurrent puts share syncs.
   EXPECT_GT(counting->syncs(), 0);
   EXPECT_LT(counting->syncs(), kThreads * kPuts);
+}
+
+// Objects of the shard's generations that are WAL segments linked in.
+int64_t LinkedDataFiles(ObjectStore& store) {
+  Result<std::vector<ObjectMeta>> objects = store.List(ShardDir(kPrefix, kShard) + "gen/");
+  EXPECT_TRUE(objects.ok()) << objects.status();
+  int64_t n = 0;
+  for (const ObjectMeta& o : objects.ValueOr({})) {
+    n += o.key.find("/data/wal-") != std::string::npos ? 1 : 0;
+  }
+  return n;
+}
+
+TEST_P(ShardWriterTest, ConcurrentPutsSealedByLinkingTheWalLandExactlyOnce) {
+  ShardWriterOptions options;
+  options.max_memtable_rows = 64;
+  options.max_wal_segment_bytes = 2048;  // seals of 256 bytes and more link the WAL
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter(options));
+  constexpr int kThreads = 4;
+  constexpr int kPuts = 60;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPuts; ++i) {
+        if (!w->Put({KeyedRows((t * kPuts + i) * 3, 3)}).ok()) failures.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  ASSERT_OK(w->Close());
+  std::multimap<int64_t, GenRow> rows = ReadGenerations(store_);
+  EXPECT_EQ(rows.size(), static_cast<size_t>(kThreads * kPuts * 3));
+  ExpectLiveOnce(rows, 0, kThreads * kPuts * 3);
+  EXPECT_GT(LinkedDataFiles(*store_), 0);
+  // Every WAL segment is covered by a published generation: none is left behind.
+  ASSERT_OK_AND_ASSIGN(std::vector<WalSegment> segments, ListWalSegments(*store_, kPrefix, kShard));
+  EXPECT_LE(segments.size(), 1u);
+}
+
+// id int64 (key) and role, a dictionary column.
+SchemaPtr RoleSchema() {
+  return schema({field("id", int64(), false), field("role", dictionary(int8(), utf8()))});
+}
+
+// Rows [first, first + n) with the roles role_of(id); each batch's dictionary lists its
+// values in its own first-seen order.
+RecordBatch RoleRows(int64_t first, int64_t n, const std::function<std::string(int64_t)>& role_of) {
+  Int64Builder ids(int64());
+  DictionaryBuilder roles(dictionary(int8(), utf8()));
+  for (int64_t id = first; id < first + n; ++id) {
+    ids.Append(id);
+    EXPECT_TRUE(roles.Append(role_of(id)).ok());
+  }
+  Result<RecordBatch> batch = RecordBatch::Make(RoleSchema(), n, {*ids.Finish(), *roles.Finish()});
+  EXPECT_TRUE(batch.ok()) << batch.status();
+  return *batch;
+}
+
+// id -> role of every row of the shard's published generations.
+std::map<int64_t, std::string> ReadRoles(const std::shared_ptr<ObjectStore>& store) {
+  std::map<int64_t, std::string> out;
+  ShardManifestStore manifests(store, kPrefix, kShard);
+  Result<pb::ShardManifest> manifest = manifests.ReadLatest();
+  EXPECT_TRUE(manifest.ok()) << manifest.status();
+  if (!manifest.ok()) return out;
+  for (const pb::Generation& entry : manifest->generations()) {
+    Result<std::shared_ptr<Generation>> gen = Generation::Open(store, kPrefix, kShard, entry, {});
+    EXPECT_TRUE(gen.ok()) << gen.status();
+    if (!gen.ok()) continue;
+    Result<RecordBatch> all = table::testing_util::ReadAll(*(*gen)->table());
+    EXPECT_TRUE(all.ok()) << all.status();
+    if (!all.ok()) continue;
+    const Array ids = all->GetColumnByName("id");
+    const Array roles = all->GetColumnByName("role");
+    for (int64_t r = 0; r < all->num_rows(); ++r) {
+      EXPECT_TRUE(out.emplace(ids.Value<int64_t>(r),
+                              std::string(roles.dictionary().StringValue(roles.DictionaryIndex(r))))
+                      .second)
+          << "id " << ids.Value<int64_t>(r) << " twice";
+    }
+  }
+  return out;
+}
+
+TEST_P(ShardWriterTest, DictionaryColumnsLinkUntilADictionaryOutgrowsItsIndexType) {
+  ShardWriterOptions options;
+  options.max_memtable_rows = 40;
+  options.max_wal_segment_bytes = 2048;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w,
+                       ShardWriter::Open(store_, kPrefix, kShard, RoleSchema(), 0, options));
+  const std::vector<std::string> kRoles = {"assistant", "tool", "grade", "artifact"};
+  auto few = [&](int64_t id) { return kRoles[static_cast<size_t>((id * 7 / 3) % 4)]; };
+  auto many = [](int64_t id) { return "role-" + std::to_string(id); };
+  // Each put lists its roles in another order; concurrent writers interleave them.
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        Status st = w->Put({RoleRows((t * 10 + i) * 5, 5, few)});
+        EXPECT_TRUE(st.ok()) << st;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_OK(w->Seal(true).status());
+  const int64_t linked = LinkedDataFiles(*store_);
+  EXPECT_GT(linked, 0);
+  // 100 more roles still fit int8 indices (104 of 128)...
+  ASSERT_OK(w->Put({RoleRows(150, 100, many)}));
+  ASSERT_OK(w->Seal(true).status());
+  const int64_t linked_before_overflow = LinkedDataFiles(*store_);
+  EXPECT_GE(linked_before_overflow, linked);
+  // ...30 more do not: from then on every seal rewrites its rows.
+  ASSERT_OK(w->Put({RoleRows(250, 30, many)}));
+  for (int i = 0; i < 8; ++i) ASSERT_OK(w->Put({RoleRows(280 + i * 5, 5, few)}));
+  ASSERT_OK(w->Close());
+  EXPECT_EQ(LinkedDataFiles(*store_), linked_before_overflow);
+  std::map<int64_t, std::string> roles = ReadRoles(store_);
+  ASSERT_EQ(roles.size(), 320u);
+  for (const auto& [id, role] : roles) {
+    EXPECT_EQ(role, id >= 150 && id < 280 ? many(id) : few(id)) << "id " << id;
+  }
+}
+
+TEST_P(ShardWriterTest, LinkingOffRewritesEverySeal) {
+  ShardWriterOptions options;
+  options.max_memtable_rows = 16;
+  options.max_wal_segment_bytes = 2048;
+  options.link_wal_segments = false;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter(options));
+  for (int i = 0; i < 12; ++i) ASSERT_OK(w->Put({KeyedRows(i * 4, 4)}));
+  ASSERT_OK(w->Close());
+  ExpectLiveOnce(ReadGenerations(store_), 0, 48);
+  EXPECT_EQ(LinkedDataFiles(*store_), 0);
 }
 
 TEST_P(ShardWriterTest, SealTriggersAtMaxMemtableRows) {
@@ -538,6 +677,24 @@ TEST_F(ShardWriterFaultTest, AcknowledgedPutsSurviveACrash) {
   ASSERT_OK(b->Close());
   ExpectLiveOnce(ReadGenerations(after), 0, 20);
   EXPECT_TRUE(a->Put({KeyedRows(100, 1)}).IsFenced());
+}
+
+TEST_F(ShardWriterFaultTest, LinkedGenerationsAndTheWalAfterThemSurviveACrash) {
+  ShardWriterOptions options;
+  options.max_memtable_rows = 20;
+  options.max_wal_segment_bytes = 2048;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> a,
+                       ShardWriter::Open(store_, kPrefix, kShard, KeyedSchema(), 0, options));
+  for (int i = 0; i < 10; ++i) ASSERT_OK(a->Put({KeyedRows(i * 5, 5)}));
+  ASSERT_OK(a->Seal(true).status());
+  EXPECT_GT(LinkedDataFiles(*store_), 0);
+  for (int i = 10; i < 13; ++i) ASSERT_OK(a->Put({KeyedRows(i * 5, 5)}));
+  ASSERT_OK(fs_->SimulateCrash());  // power loss: only synced bytes remain
+  std::shared_ptr<ObjectStore> after = Reopen();
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> b,
+                       ShardWriter::Open(after, kPrefix, kShard, KeyedSchema(), 0, options));
+  ASSERT_OK(b->Close());
+  ExpectLiveOnce(ReadGenerations(after), 0, 65);
 }
 
 TEST_F(ShardWriterFaultTest, FailedPublicationIsReportedAndRetriedByTheNextSeal) {

@@ -1,15 +1,19 @@
-// The shard write-ahead log (see wal.h): record framing, the group-committing writer, and
-// replay with torn-tail detection.
+// The shard write-ahead log (see wal.h): record framing, the group-committing writer
+// (optionally writing segments that are also Arrow IPC files; their specifics are in
+// wal_file.cc), and replay with torn-tail detection.
 #include "lsm/wal.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "lsm/layout.h"
+#include "lsm/wal_internal.h"
 #include "util/checksum.h"
 #include "util/little_endian.h"
 #include "util/mutex.h"
@@ -25,28 +29,19 @@ constexpr size_t kSequenceOffset = 16;
 constexpr size_t kLengthOffset = 24;
 constexpr size_t kReservedOffset = 28;
 
+std::string WalDir(std::string_view store_prefix, const Uuid& shard) {
+  return ShardDir(store_prefix, shard) + "wal/";
+}
+
+}  // namespace
+
+namespace internal {
+
 bool IsKnownKind(uint32_t kind) {
   return kind == static_cast<uint32_t>(WalRecordKind::kRows) ||
          kind == static_cast<uint32_t>(WalRecordKind::kTombstones);
 }
 
-std::string WalDir(std::string_view store_prefix, const Uuid& shard) {
-  return ShardDir(store_prefix, shard) + "wal/";
-}
-
-// A record parsed from a segment's bytes.
-struct ParsedHeader {
-  uint32_t magic = 0;
-  uint32_t kind = 0;
-  uint64_t epoch = 0;
-  uint64_t sequence = 0;
-  uint32_t length = 0;
-  uint32_t reserved = 0;
-  // Header + payload + trailer.
-  uint64_t extent() const { return kWalHeaderSize + uint64_t{length} + kWalTrailerSize; }
-};
-
-// REQUIRES: kWalHeaderSize bytes at `p`.
 ParsedHeader ParseHeader(const char* p) {
   ParsedHeader h;
   h.magic = DecodeFixed32(p + kMagicOffset);
@@ -58,17 +53,12 @@ ParsedHeader ParseHeader(const char* p) {
   return h;
 }
 
-// True when the record whose header starts at `offset` fits in `data` and its checksum
-// matches. REQUIRES: a whole header at `offset`.
 bool ChecksumMatches(std::string_view data, size_t offset, const ParsedHeader& h) {
   if (h.extent() > data.size() - offset) return false;
   const size_t covered = kWalHeaderSize + h.length;
   return XxHash3_64(data.substr(offset, covered)) == DecodeFixed64(data.data() + offset + covered);
 }
 
-// True when an intact record of `epoch` (with sequence `sequence`, when known) starts
-// somewhere at or after `from`. Used to tell a record whose length field was damaged (it
-// claims to run past the end, yet intact records follow) from a torn last record.
 bool IntactRecordFollows(std::string_view data, size_t from, uint64_t epoch,
                          std::optional<uint64_t> sequence) {
   char magic[4];
@@ -85,7 +75,14 @@ bool IntactRecordFollows(std::string_view data, size_t from, uint64_t epoch,
   return false;
 }
 
-}  // namespace
+}  // namespace internal
+
+using internal::ChecksumMatches;
+using internal::IntactRecordFollows;
+using internal::IsKnownKind;
+using internal::kEndOfStream;
+using internal::ParsedHeader;
+using internal::ParseHeader;
 
 namespace {
 
@@ -128,23 +125,35 @@ struct PendingRecord {
   bool done = false;  // set by the leader that wrote (or failed) it
   Status status;
   pb::WalPosition end;
+  // With a file schema: the record batch messages (with rows) and the dictionary batch
+  // messages of a kRows payload, offsets from the payload's start.
+  internal::ScannedPayload messages;
 };
 
 }  // namespace
 
 struct WalWriter::Impl {
   Impl(std::shared_ptr<ObjectStore> store_in, std::string prefix_in, Uuid shard_in,
-       uint64_t epoch_in, uint64_t first_segment, WalWriterOptions options_in)
+       uint64_t epoch_in, uint64_t first_segment, WalWriterOptions options_in,
+       std::string file_header_in)
       : store(std::move(store_in)),
         prefix(std::move(prefix_in)),
         shard(shard_in),
         epoch(epoch_in),
         options(std::move(options_in)),
+        file_header(std::move(file_header_in)),
+        checker(options.file_schema),
         last_position(MakeWalPosition(epoch_in, first_segment, 0)),
         segment_number(first_segment) {}
 
   std::string SegmentKey(uint64_t segment) const {
     return WalSegmentKey(prefix, shard, epoch, segment);
+  }
+
+  // True while segments are written as IPC files: with a file schema, until
+  // StopFileSegments.
+  bool WritesFiles() const {
+    return options.file_schema != nullptr && !files_stopped.load(std::memory_order_acquire);
   }
 
   // Creates segment `segment_number`. Leader only.
@@ -158,16 +167,45 @@ struct WalWriter::Impl {
     }
     segment = std::move(*created);
     next_sequence = 0;
+    header_pending = WritesFiles();
+    file_index.Clear();
     return Status::OK();
   }
 
-  // Closes the open segment (if any) and moves on to the next number. Leader only.
-  void EndSegment() {
-    if (segment == nullptr) return;
+  // With a file schema, appends the footer naming file_index (and the header first when the
+  // segment is still empty, so it becomes a file without batches) and syncs; the segment
+  // then counts as having a footer. Leader only.
+  Status WriteFooter() {
+    const std::string key = SegmentKey(segment_number);
+    std::string bytes;
+    if (header_pending) bytes = file_header;
+    Result<std::string> footer = file_index.EncodeFooter(*options.file_schema);
+    if (!footer.ok()) {
+      return footer.status().WithContext(fmt::format("footer of WAL segment '{}'", key));
+    }
+    bytes += *footer;
+    Status s = segment->Append(bytes);
+    if (s.ok()) s = segment->Sync();
+    if (!s.ok()) return s.WithContext(fmt::format("footer of WAL segment '{}'", key));
+    header_pending = false;
+    MutexLock lock(mu);
+    segments_with_footer.insert(segment_number);
+    return Status::OK();
+  }
+
+  // Closes the open segment (if any) and moves on to the next number. `clean`: the segment
+  // holds no half-written record, so with a file schema it gets its footer; the footer's
+  // error is returned (the segment is ended either way). Leader only.
+  Status EndSegment(bool clean) {
+    if (segment == nullptr) return Status::OK();
+    Status s;
+    if (clean && WritesFiles()) s = WriteFooter();
     // The data is synced (or the segment is abandoned): a close error changes nothing.
     segment->Close().IgnoreError();
     segment.reset();
+    file_index.Clear();
     ++segment_number;
+    return s;
   }
 
   // Writes `group` with one Append and one Sync, checks the fence and runs on_durable.
@@ -176,31 +214,43 @@ struct WalWriter::Impl {
     if (segment == nullptr) STRATA_RETURN_IF_ERROR(StartSegment());
     const std::string key = SegmentKey(segment_number);
     std::string bytes;
-    size_t total = 0;
+    size_t total = header_pending ? file_header.size() : 0;
     for (const PendingRecord* record : group) {
       total += kWalHeaderSize + record->payload.size() + kWalTrailerSize;
     }
     bytes.reserve(total);
-    const int64_t base = segment->size();
+    // The header goes out with the segment's first records, so one sync covers both.
+    if (header_pending) bytes = file_header;
+    const uint64_t base = static_cast<uint64_t>(segment->size());
     uint64_t sequence = next_sequence;
+    const size_t blocks_before = file_index.blocks.size();
     for (PendingRecord* record : group) {
+      const uint64_t start = base + bytes.size();
+      const auto payload_start = static_cast<int64_t>(start + kWalHeaderSize);
+      file_index.Add(payload_start, record->messages);
       AppendWalRecord(&bytes, record->kind, epoch, sequence++, record->payload);
-      record->end =
-          MakeWalPosition(epoch, segment_number, static_cast<uint64_t>(base) + bytes.size());
+      record->end = MakeWalPosition(epoch, segment_number, base + bytes.size());
     }
     Status s = segment->Append(bytes);
     if (s.ok()) s = segment->Sync();
     if (!s.ok()) {
-      // A part of the group may sit at the segment's end: never append after it.
-      EndSegment();
+      // A part of the group may sit at the segment's end: never append after it (nor a
+      // footer: the segment is abandoned, and EndSegment forgets its dictionaries too).
+      file_index.blocks.resize(blocks_before);
+      EndSegment(/*clean=*/false).IgnoreError();
       return s.WithContext(fmt::format("WAL segment '{}'", key));
     }
+    header_pending = false;
     next_sequence = sequence;
     if (options.check_fence) STRATA_RETURN_IF_ERROR(options.check_fence());
     for (PendingRecord* record : group) {
       if (record->on_durable != nullptr && *record->on_durable) (*record->on_durable)(record->end);
     }
-    if (segment->size() > options.max_segment_bytes) EndSegment();
+    if (segment->size() > options.max_segment_bytes) {
+      // The group is durable and acknowledged from here on; a segment whose footer fails
+      // simply has none (SegmentHasFooter says so).
+      EndSegment(/*clean=*/true).IgnoreError();
+    }
     return Status::OK();
   }
 
@@ -219,6 +269,10 @@ struct WalWriter::Impl {
   const Uuid shard;
   const uint64_t epoch;
   const WalWriterOptions options;
+  // EncodeFileHeader(*options.file_schema); empty without a file schema.
+  const std::string file_header;
+  // With a file schema: checks payloads (wal_file.cc).
+  internal::FilePayloadChecker checker;
 
   Mutex mu;
   CondVar cv;
@@ -227,11 +281,21 @@ struct WalWriter::Impl {
   bool leader_active STRATA_GUARDED_BY(mu) = false;
   bool closed STRATA_GUARDED_BY(mu) = false;
   pb::WalPosition last_position STRATA_GUARDED_BY(mu);
+  // Segments this writer ended with a footer.
+  std::set<uint64_t> segments_with_footer STRATA_GUARDED_BY(mu);
+
+  // Set by StopFileSegments: payloads are no longer checked, no footer is written any more
+  // and later segments are format 1 (an open segment keeps its header, without a footer).
+  std::atomic<bool> files_stopped{false};
 
   // Owned by the thread with leader_active set.
   std::unique_ptr<AppendableObject> segment;  // null: the next group starts segment_number
   uint64_t segment_number;
   uint64_t next_sequence = 0;
+  // With a file schema: the open segment has no bytes yet (its header is still to come),
+  // and the messages written to it so far that its footer names.
+  bool header_pending = false;
+  internal::SegmentFileIndex file_index;
 };
 
 WalWriter::WalWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -249,8 +313,12 @@ Result<std::unique_ptr<WalWriter>> WalWriter::Open(std::shared_ptr<ObjectStore> 
     return Status::InvalidArgument(
         fmt::format("WAL max_segment_bytes must be positive, got {}", options.max_segment_bytes));
   }
+  std::string file_header;
+  if (options.file_schema != nullptr) {
+    STRATA_ASSIGN_OR_RETURN(file_header, internal::EncodeSegmentFileHeader(*options.file_schema));
+  }
   auto impl = std::make_unique<Impl>(std::move(store), std::move(store_prefix), shard, epoch,
-                                     first_segment, std::move(options));
+                                     first_segment, std::move(options), std::move(file_header));
   STRATA_RETURN_IF_ERROR(impl->StartSegment());
   return std::unique_ptr<WalWriter>(new WalWriter(std::move(impl)));
 }
@@ -274,6 +342,9 @@ Result<pb::WalPosition> WalWriter::AppendView(
   }
   Impl& w = *impl_;
   PendingRecord record{kind, payload, &on_durable};
+  if (w.WritesFiles()) {
+    STRATA_ASSIGN_OR_RETURN(record.messages, w.checker.Scan(kind, payload));
+  }
   w.mu.Lock();
   if (w.closed) {
     w.mu.Unlock();
@@ -311,9 +382,11 @@ Result<pb::WalPosition> WalWriter::RollSegment() {
   w.BecomeLeader();
   w.mu.Unlock();
   pb::WalPosition end;
+  Status s;
   if (w.segment != nullptr) {
+    // Past the last record (before the footer the roll adds).
     end = MakeWalPosition(w.epoch, w.segment_number, static_cast<uint64_t>(w.segment->size()));
-    w.EndSegment();
+    s = w.EndSegment(/*clean=*/true);
   } else {
     // Nothing is open (rolled already, or abandoned after an error): every record written
     // so far lies before the start of the segment the next Append creates.
@@ -322,7 +395,15 @@ Result<pb::WalPosition> WalWriter::RollSegment() {
   w.mu.Lock();
   w.EndLeadership();
   w.mu.Unlock();
+  if (!s.ok()) return s;
   return end;
+}
+
+void WalWriter::StopFileSegments() { impl_->files_stopped.store(true, std::memory_order_release); }
+
+bool WalWriter::SegmentHasFooter(uint64_t segment) const {
+  MutexLock lock(impl_->mu);
+  return impl_->segments_with_footer.count(segment) != 0;
 }
 
 pb::WalPosition WalWriter::last_position() const {
@@ -346,7 +427,9 @@ Status WalWriter::Close() {
   w.mu.Unlock();
   Status s;
   if (w.segment != nullptr) {
-    s = w.segment->Close();
+    if (w.WritesFiles()) s = w.WriteFooter();
+    Status closed = w.segment->Close();
+    if (s.ok()) s = closed;
     w.segment.reset();
   }
   w.mu.Lock();
@@ -389,14 +472,53 @@ Status ReplaySegment(const WalSegment& segment, std::string_view data, uint64_t 
         "WAL segment '{}' has {} bytes, fewer than the replay start offset {}: records are lost",
         segment.key, data.size(), start));
   }
+  STRATA_ASSIGN_OR_RETURN(std::optional<uint64_t> records_start,
+                          internal::RecordsStart(segment, data));
+  if (!records_start.has_value()) {
+    ++stats.torn_tails;  // the header (and with it the first record) is torn
+    return Status::OK();
+  }
+  // Format 2: the IPC end-of-stream marker at a record boundary starts the footer. With a
+  // complete footer the records end exactly where it starts, and none of them is torn.
+  const bool has_header = *records_start > 0;
+  std::optional<uint64_t> footer_start;
+  if (has_header) footer_start = internal::CompleteFooterStart(data, *records_start);
+  if (footer_start.has_value()) {
+    if (start > *footer_start) {
+      return Status::Corruption(fmt::format(
+          "WAL segment '{}': replay start offset {} lies past its records, which end at {}",
+          segment.key, start, *footer_start));
+    }
+    data = data.substr(0, *footer_start);
+  }
+  // A record that looks torn is corruption when the segment was ended cleanly.
+  auto torn = [&](uint64_t offset, std::string_view what) {
+    if (footer_start.has_value()) {
+      return corruption(offset, fmt::format("{} in a segment ended by a footer", what));
+    }
+    ++stats.torn_tails;
+    return Status::OK();
+  };
+  if (start == 0) {
+    start = *records_start;
+  } else if (start < *records_start) {
+    return Status::Corruption(fmt::format(
+        "WAL segment '{}': replay start offset {} lies inside its {}-byte IPC file header",
+        segment.key, start, *records_start));
+  }
   // The sequence of the next record; unknown when replay starts inside the segment.
   std::optional<uint64_t> sequence;
-  if (start == 0) sequence = 0;
+  if (start == *records_start) sequence = 0;
   uint64_t offset = start;
   while (offset < data.size()) {
     const uint64_t remaining = data.size() - offset;
+    if (has_header && !footer_start.has_value()) {
+      // A torn footer (any prefix of it): not WAL data.
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(remaining, kEndOfStream.size()));
+      if (data.substr(offset, n) == kEndOfStream.substr(0, n)) break;
+    }
     if (remaining < kWalHeaderSize) {
-      ++stats.torn_tails;  // the header runs past the end
+      STRATA_RETURN_IF_ERROR(torn(offset, "its header runs past the end"));
       break;
     }
     const ParsedHeader h = ParseHeader(data.data() + offset);
@@ -409,13 +531,14 @@ Status ReplaySegment(const WalSegment& segment, std::string_view data, uint64_t 
                                               "intact records follow",
                                               h.length, data.size()));
       }
-      ++stats.torn_tails;
+      STRATA_RETURN_IF_ERROR(
+          torn(offset, fmt::format("its length {} runs past the end of the records", h.length)));
       break;
     }
     const bool last = h.extent() == remaining;
     if (!ChecksumMatches(data, offset, h)) {
       if (last) {
-        ++stats.torn_tails;
+        STRATA_RETURN_IF_ERROR(torn(offset, "checksum mismatch"));
         break;
       }
       return corruption(offset, "checksum mismatch");

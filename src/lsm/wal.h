@@ -6,6 +6,17 @@
 // after each seal that asks for it (RollSegment) and after any write or sync error (so a
 // half-written record is only ever at the end of a segment).
 //
+// Segment layout. Format 1: records back to back from offset 0. Format 2 (a writer with
+// WalWriterOptions::file_schema), a segment that is also an Arrow IPC file:
+//   "ARROW1\0\0" | schema message (u32 0xFFFFFFFF, i32 length M, M bytes) | records |
+//   footer, once the writer ended the segment cleanly: IPC end-of-stream marker
+//   FF FF FF FF 00 00 00 00, footer flatbuffer naming the record batch messages (with rows)
+//   inside the kRows payloads and, per dictionary id, the longest dictionary batch message
+//   among them, i32 footer length, "ARROW1".
+// The header is a multiple of 8 bytes and so is every payload, so records and the messages
+// in them start at multiples of 8 as the IPC footer requires. Positions are byte offsets in
+// the object in both formats (a format 2 segment's first record starts after the header).
+//
 // Record (little endian), 32-byte header then payload then checksum:
 //   u32 magic "SWAL" | u32 kind | u64 epoch | u64 sequence (0,1,... within the segment) |
 //   u32 payload length | u32 reserved (0) | payload | u64 XXH3-64 of header and payload
@@ -13,11 +24,14 @@
 // (payload = Arrow IPC stream of one-column batches of deleted keys).
 //
 // Replay reads segments in (epoch, segment) order from a position, stopping at each
-// segment's end. A segment's last record may be torn (its header or payload runs past the
-// end of the object, or it is the last record and its checksum fails): it is dropped and
-// reported in ReplayStats. A record that fails its checksum, has a bad magic, kind, epoch
-// or sequence and is followed by more bytes is Corruption naming the key and offset —
-// never skipped.
+// segment's end; in a format 2 segment it skips the header and also stops at the
+// end-of-stream marker (or a prefix of it ending the object) at a record boundary, which
+// starts the footer. A segment's last record may be torn (its header or payload runs past
+// the end of the object, or it is the last record and its checksum fails): it is dropped
+// and reported in ReplayStats — unless a complete footer follows it, which the writer only
+// writes after every record was synced. A record that fails its checksum, has a bad magic,
+// kind, epoch or sequence and is followed by more bytes is Corruption naming the key and
+// offset — never skipped.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +44,7 @@
 #include "lsm/lsm.pb.h"
 #include "strata/object_store.h"
 #include "strata/status.h"
+#include "strata/type.h"
 #include "util/uuid.h"
 
 namespace strata::lsm {
@@ -53,6 +68,33 @@ struct WalWriterOptions {
   // them is acknowledged. A non-OK status (Fenced) fails every record of the group, so a
   // writer that lost its epoch never acknowledges a write. Must be thread safe.
   std::function<Status()> check_fence;
+  // When set, every segment this writer starts is also an Arrow IPC file (segment format 2,
+  // docs/format/lsm.md §5.1): it begins with ipc::EncodeFileHeader(*file_schema), and when
+  // the writer ends it cleanly (RollSegment, the size limit, Close) it appends
+  // ipc::EncodeFileFooter naming the record batch messages of its kRows records (zero-row
+  // batches left out) and, for each dictionary id of file_schema, the longest dictionary
+  // batch message of that id in the segment's kRows records, and syncs before the call that
+  // ended it returns. kRows payloads must then be IPC streams of batches in file_schema
+  // whose length is a multiple of 8 (InvalidArgument otherwise; ipc writers pad streams so);
+  // kTombstones payloads are not in the footer. A segment abandoned after a write or sync
+  // error gets no footer. Null: format 1 segments (records only).
+  // Also checked on Append (InvalidArgument, nothing written): a kRows payload must scan
+  // as a stream whose schema equals file_schema (metadata aside), whose dictionary batches
+  // (file_schema may have dictionary fields, nested ones too) are whole dictionaries, not
+  // deltas (ipc::StreamWriter sends a delta only when a later batch of the stream extends
+  // a dictionary), with the ids ipc writers give file_schema's dictionaries, and which
+  // sends every dictionary id before its first batch with rows; kTombstones payloads too
+  // must be multiples of 8 bytes (records must keep starting at multiples of 8). A segment
+  // ended before its first record gets the header and the footer: a file without batches.
+  // The caller's obligation, not verified here: within one segment, all dictionaries of
+  // one id (across records, and within a record) are prefixes of one growing sequence of
+  // values, so that the longest holds every entry that any batch of the segment refers to
+  // at the same index (the file reader decodes every batch against it). A writer keeping
+  // one canonical dictionary per column that only grows by appending, and sending its
+  // current value with every payload, satisfies it even when concurrent appends land in
+  // the segment out of the order their dictionaries grew. Replay is unaffected either way:
+  // it hands back each payload, a stream that carries its own dictionaries.
+  SchemaPtr file_schema;
 };
 
 // Appends records for one epoch. Append may be called from many threads: one caller (the
@@ -85,12 +127,23 @@ class WalWriter {
       WalRecordKind kind, std::string_view payload,
       const std::function<void(const pb::WalPosition& end)>& on_durable = {});
   // Ends the current segment; the next Append starts segment+1. Returns the position at
-  // which the closed segment ends (records before it are in that segment).
+  // which the closed segment ends (records before it are in that segment; with a file
+  // schema, the position before the footer). When the footer cannot be written or synced
+  // the segment is ended all the same, without a footer, and that error is returned.
   Result<pb::WalPosition> RollSegment();
+  // True when this writer ended `segment` (of its epoch) with a footer: the segment object
+  // is a complete IPC file and will not change again. False for the open segment, for
+  // segments abandoned after an error and without file_schema.
+  bool SegmentHasFooter(uint64_t segment) const;
+  // From now on no segment gets a footer: neither the open one nor any later one
+  // (SegmentHasFooter stays false for them). The shard writer calls it before the first
+  // record whose payload breaks the format-2 dictionary rule.
+  void StopFileSegments();
   // The position just past the last acknowledged record.
   pb::WalPosition last_position() const;
   uint64_t epoch() const;
-  // Closes the open segment. Pending Appends finish first.
+  // Closes the open segment (with a file schema, after writing its footer). Pending
+  // Appends finish first.
   Status Close();
 
   struct Impl;

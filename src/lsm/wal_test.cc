@@ -1,28 +1,23 @@
 // The shard WAL (wal.h): framing, group commit, segment rolls, replay with torn tails and
 // corruption, fencing, injected I/O errors and covered-segment deletion, over the memory
-// store and the local file store.
+// store and the local file store. Format 2 (IPC file) segments: wal_file_test.cc.
 #include "lsm/wal.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
 
-#include "io/fault_injection_file_system.h"
-#include "io/file_object_store.h"
-#include "io/memory_file_system.h"
 #include "lsm/layout.h"
+#include "lsm/wal_test_util.h"
 #include "support/status_assertions.h"
-#include "support/temp_dir.h"
 #include "util/checksum.h"
 #include "util/little_endian.h"
 #include "util/mutex.h"
@@ -32,79 +27,13 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// An AppendableObject that counts Append and Sync calls on its store's counters. Sync takes
-// a little time, as an fsync does, so concurrent writers queue up behind it.
-class CountingAppendable final : public AppendableObject {
- public:
-  CountingAppendable(std::unique_ptr<AppendableObject> base, std::atomic<int64_t>* appends,
-                     std::atomic<int64_t>* syncs)
-      : base_(std::move(base)), appends_(appends), syncs_(syncs) {}
-  Status Append(std::string_view data) override {
-    ++*appends_;
-    return base_->Append(data);
-  }
-  Status Sync() override {
-    ++*syncs_;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-    return base_->Sync();
-  }
-  Status Close() override { return base_->Close(); }
-  int64_t size() const override { return base_->size(); }
-
- private:
-  std::unique_ptr<AppendableObject> base_;
-  std::atomic<int64_t>* appends_;
-  std::atomic<int64_t>* syncs_;
-};
-
-// Forwards to another store and counts appends and syncs of the objects it creates.
-class CountingStore final : public ObjectStore {
- public:
-  explicit CountingStore(std::shared_ptr<ObjectStore> base) : base_(std::move(base)) {}
-
-  std::atomic<int64_t> appends{0};
-  std::atomic<int64_t> syncs{0};
-
-  Result<Buffer> Get(std::string_view key) override { return base_->Get(key); }
-  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length) override {
-    return base_->GetRange(key, offset, length);
-  }
-  Result<ObjectMeta> Head(std::string_view key) override { return base_->Head(key); }
-  Status Put(std::string_view key, std::string_view data) override { return base_->Put(key, data); }
-  Status PutIfAbsent(std::string_view key, std::string_view data) override {
-    return base_->PutIfAbsent(key, data);
-  }
-  Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
-    return base_->List(prefix);
-  }
-  Status Delete(std::string_view key) override { return base_->Delete(key); }
-  Result<int64_t> DeletePrefix(std::string_view prefix) override {
-    return base_->DeletePrefix(prefix);
-  }
-  Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key) override {
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<AppendableObject> object, base_->CreateAppendable(key));
-    return std::unique_ptr<AppendableObject>(
-        std::make_unique<CountingAppendable>(std::move(object), &appends, &syncs));
-  }
-  std::string Describe() const override { return base_->Describe(); }
-
- private:
-  std::shared_ptr<ObjectStore> base_;
-};
-
-constexpr std::string_view kPrefix = "db/";
-
-using SegmentId = std::pair<uint64_t, uint64_t>;  // (epoch, segment)
-
-std::string PositionText(const pb::WalPosition& p) {
-  return "(" + std::to_string(p.epoch()) + "," + std::to_string(p.segment()) + "," +
-         std::to_string(p.offset()) + ")";
-}
-
-bool SamePosition(const pb::WalPosition& a, const pb::WalPosition& b) {
-  return CompareWalPositions(a, b) == 0;
-}
+using testing::kPrefix;
+using testing::PositionText;
+using testing::Replayed;
+using testing::SamePosition;
+using testing::SegmentId;
+using testing::WalFaultTest;
+using testing::WalTest;
 
 // Deterministic payloads of varied sizes with every byte value.
 std::string Payload(int i) {
@@ -113,61 +42,6 @@ std::string Payload(int i) {
   for (size_t j = out.size(); j < size; ++j) out.push_back(static_cast<char>((i + j * 13) % 256));
   return out;
 }
-
-struct Replayed {
-  WalRecordKind kind;
-  pb::WalPosition end;
-  std::string payload;
-};
-
-class WalTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (GetParam() == "memory") {
-      base_ = NewMemoryObjectStore();
-    } else {
-      ASSERT_OK_AND_ASSIGN(base_, OpenLocalObjectStore((temp_ / "store").string()));
-    }
-    store_ = std::make_shared<CountingStore>(base_);
-  }
-
-  std::unique_ptr<WalWriter> OpenWriter(uint64_t epoch, uint64_t first_segment,
-                                        WalWriterOptions options = {}) {
-    Result<std::unique_ptr<WalWriter>> writer =
-        WalWriter::Open(store_, std::string(kPrefix), shard_, epoch, first_segment, options);
-    EXPECT_TRUE(writer.ok()) << writer.status();
-    return writer.ok() ? std::move(*writer) : nullptr;
-  }
-
-  // Replays everything after `after` up to `max_epoch`, failing the test on an error.
-  std::vector<Replayed> ReplayAll(const pb::WalPosition& after, uint64_t max_epoch,
-                                  ReplayStats* stats_out = nullptr) {
-    std::vector<Replayed> out;
-    Result<ReplayStats> stats =
-        ReplayWal(*store_, kPrefix, shard_, after, max_epoch, [&](const WalRecord& record) {
-          out.push_back({record.kind, record.end, std::string(record.payload)});
-          return Status::OK();
-        });
-    EXPECT_TRUE(stats.ok()) << stats.status();
-    if (stats.ok() && stats_out != nullptr) *stats_out = *stats;
-    return out;
-  }
-
-  std::vector<SegmentId> SegmentIds() {
-    std::vector<SegmentId> ids;
-    Result<std::vector<WalSegment>> segments = ListWalSegments(*store_, kPrefix, shard_);
-    EXPECT_TRUE(segments.ok()) << segments.status();
-    if (segments.ok()) {
-      for (const WalSegment& s : *segments) ids.emplace_back(s.epoch, s.segment);
-    }
-    return ids;
-  }
-
-  strata::testing::TempDir temp_{"wal"};
-  std::shared_ptr<ObjectStore> base_;
-  std::shared_ptr<CountingStore> store_;
-  Uuid shard_ = DeriveShardId("wal-test");
-};
 
 TEST(WalRecordTest, EncodingFollowsTheDocumentedLayout) {
   const std::string record = EncodeWalRecord(WalRecordKind::kTombstones, 7, 3, "payload");
@@ -516,37 +390,8 @@ TEST_P(WalTest, AFencedGroupFailsEveryRecordAndRunsNoOnDurable) {
 INSTANTIATE_TEST_SUITE_P(Stores, WalTest, ::testing::Values("memory", "local"),
                          [](const auto& info) { return info.param; });
 
-// Over a FaultInjectionFileSystem (on the in-memory or the real file system), to inject
-// write and sync errors.
-class WalFaultTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    std::shared_ptr<io::FileSystem> base = io::PosixFileSystem();
-    std::string root = (temp_ / "store").string();
-    if (GetParam() == "memory_fs") {
-      base = std::make_shared<io::MemoryFileSystem>();
-      root = "/store";
-    }
-    fault_ = std::make_shared<io::FaultInjectionFileSystem>(base);
-    ASSERT_OK_AND_ASSIGN(store_, io::NewFileObjectStore(fault_, root));
-  }
-
-  std::vector<std::string> ReplayPayloads() {
-    std::vector<std::string> out;
-    Result<ReplayStats> stats =
-        ReplayWal(*store_, kPrefix, shard_, MakeWalPosition(0, 0, 0), 9, [&](const WalRecord& r) {
-          out.emplace_back(r.payload);
-          return Status::OK();
-        });
-    EXPECT_TRUE(stats.ok()) << stats.status();
-    return out;
-  }
-
-  strata::testing::TempDir temp_{"wal-fault"};
-  std::shared_ptr<io::FaultInjectionFileSystem> fault_;
-  std::shared_ptr<ObjectStore> store_;
-  Uuid shard_ = DeriveShardId("wal-fault");
-};
+// WalFaultTest (wal_test_util.h): over a FaultInjectionFileSystem, to inject write and
+// sync errors.
 
 TEST_P(WalFaultTest, AWriteErrorFailsTheGroupAndTheNextAppendStartsANewSegment) {
   Result<std::unique_ptr<WalWriter>> opened =

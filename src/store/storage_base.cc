@@ -353,8 +353,10 @@ struct StorageBase::Impl {
     writer_options.max_memtable_rows = options.max_memtable_rows;
     writer_options.max_memtable_bytes = options.max_memtable_bytes;
     writer_options.max_unflushed_bytes = options.max_unflushed_bytes;
+    writer_options.max_wal_segment_bytes = options.max_wal_segment_bytes;
     writer_options.generation_options = options.table_options;
     writer_options.generation_options.compression = options.generation_compression;
+    writer_options.link_wal_segments = options.link_wal_segments;
     STRATA_ASSIGN_OR_RETURN(
         writer, lsm::ShardWriter::Open(store, prefix, shard, Schema(), key_index, writer_options));
     return writer;

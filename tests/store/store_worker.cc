@@ -78,6 +78,9 @@ RolloutStoreOptions SmallOptions(const std::string& shard) {
   options.base.shard_id = shard;
   options.base.table_options.max_rows_per_batch = 64;
   options.base.pending_generations_max = 0;  // the torture tests let generations pile up
+  // Small segments: seals of 2 KiB and more link the WAL into the generation, so kills
+  // land in linked seals too.
+  options.base.max_wal_segment_bytes = 16 << 10;
   return options;
 }
 
