@@ -18,6 +18,7 @@
 #include "lsm/layout.h"
 #include "lsm/shard_manifest.h"
 #include "lsm/wal.h"
+#include "lsm/wal_test_util.h"
 #include "strata/builder.h"
 #include "support/status_assertions.h"
 #include "support/temp_dir.h"
@@ -31,54 +32,6 @@ using table::testing_util::KeyedSchema;
 
 constexpr const char* kPrefix = "db/";
 const Uuid kShard = DeriveShardId("writer-test");
-
-// Counts Sync() calls on every appendable object (WAL segments) of a wrapped store.
-class SyncCountingStore final : public ObjectStore {
- public:
-  explicit SyncCountingStore(std::shared_ptr<ObjectStore> base) : base_(std::move(base)) {}
-  Result<Buffer> Get(std::string_view key) override { return base_->Get(key); }
-  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length) override {
-    return base_->GetRange(key, offset, length);
-  }
-  Result<ObjectMeta> Head(std::string_view key) override { return base_->Head(key); }
-  Status Put(std::string_view key, std::string_view data) override { return base_->Put(key, data); }
-  Status PutIfAbsent(std::string_view key, std::string_view data) override {
-    return base_->PutIfAbsent(key, data);
-  }
-  Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
-    return base_->List(prefix);
-  }
-  Status Delete(std::string_view key) override { return base_->Delete(key); }
-  Result<int64_t> DeletePrefix(std::string_view prefix) override {
-    return base_->DeletePrefix(prefix);
-  }
-  Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key) override {
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<AppendableObject> object, base_->CreateAppendable(key));
-    return std::unique_ptr<AppendableObject>(new Counting(std::move(object), &syncs_));
-  }
-  std::string Describe() const override { return base_->Describe(); }
-  int64_t syncs() const { return syncs_.load(); }
-
- private:
-  class Counting final : public AppendableObject {
-   public:
-    Counting(std::unique_ptr<AppendableObject> base, std::atomic<int64_t>* syncs)
-        : base_(std::move(base)), syncs_(syncs) {}
-    Status Append(std::string_view data) override { return base_->Append(data); }
-    Status Sync() override {
-      syncs_->fetch_add(1);
-      return base_->Sync();
-    }
-    Status Close() override { return base_->Close(); }
-    int64_t size() const override { return base_->size(); }
-
-   private:
-    std::unique_ptr<AppendableObject> base_;
-    std::atomic<int64_t>* syncs_;
-  };
-  std::shared_ptr<ObjectStore> base_;
-  std::atomic<int64_t> syncs_{0};
-};
 
 // One row of a published generation.
 struct GenRow {
@@ -131,6 +84,22 @@ Array Int64Keys(const std::vector<int64_t>& keys) {
   return *builder.Finish();
 }
 
+// `threads` threads each put `puts` batches of `rows` rows: ids [0, threads * puts * rows)
+// exactly once. Returns how many puts failed.
+int PutConcurrently(ShardWriter& w, int threads, int puts, int64_t rows) {
+  std::vector<std::thread> pool;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < puts; ++i) {
+        if (!w.Put({KeyedRows((t * puts + i) * rows, rows)}).ok()) failures.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  return failures.load();
+}
+
 enum class StoreKind { kMemory, kLocal };
 
 class ShardWriterTest : public ::testing::TestWithParam<StoreKind> {
@@ -156,7 +125,7 @@ class ShardWriterTest : public ::testing::TestWithParam<StoreKind> {
     return OpenWriter(store_, options);
   }
 
-  testing::TempDir dir_{"shard-writer"};
+  strata::testing::TempDir dir_{"shard-writer"};
   std::shared_ptr<ObjectStore> store_;
 };
 
@@ -224,30 +193,20 @@ TEST_P(ShardWriterTest, DroppedWriterLeavesItsRowsForTheNextOwner) {
 }
 
 TEST_P(ShardWriterTest, ConcurrentPutsLandInGenerationsExactlyOnce) {
-  auto counting = std::make_shared<SyncCountingStore>(store_);
+  auto counting = std::make_shared<lsm::testing::CountingStore>(store_);
   ShardWriterOptions options;
   options.max_memtable_rows = 64;
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter(counting, options));
   constexpr int kThreads = 8;
   constexpr int kPuts = 100;
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kPuts; ++i) {
-        if (!w->Put({KeyedRows(t * kPuts + i, 1)}).ok()) failures.fetch_add(1);
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(PutConcurrently(*w, kThreads, kPuts, 1), 0);
   ASSERT_OK(w->Close());
   std::multimap<int64_t, GenRow> rows = ReadGenerations(store_);
   EXPECT_EQ(rows.size(), static_cast<size_t>(kThreads * kPuts));
   ExpectLiveOnce(rows, 0, kThreads * kPuts);
   // Group commit: concurrent puts share syncs.
-  EXPECT_GT(counting->syncs(), 0);
-  EXPECT_LT(counting->syncs(), kThreads * kPuts);
+  EXPECT_GT(counting->syncs.load(), 0);
+  EXPECT_LT(counting->syncs.load(), kThreads * kPuts);
 }
 
 // Objects of the shard's generations that are WAL segments linked in.
@@ -268,17 +227,7 @@ TEST_P(ShardWriterTest, ConcurrentPutsSealedByLinkingTheWalLandExactlyOnce) {
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter(options));
   constexpr int kThreads = 4;
   constexpr int kPuts = 60;
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kPuts; ++i) {
-        if (!w->Put({KeyedRows((t * kPuts + i) * 3, 3)}).ok()) failures.fetch_add(1);
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(PutConcurrently(*w, kThreads, kPuts, 3), 0);
   ASSERT_OK(w->Close());
   std::multimap<int64_t, GenRow> rows = ReadGenerations(store_);
   EXPECT_EQ(rows.size(), static_cast<size_t>(kThreads * kPuts * 3));
@@ -524,11 +473,11 @@ TEST_P(ShardWriterTest, BackpressureMakesPutsWaitButComplete) {
 // The key invariant: a writer that is fenced never acknowledges a write the new owner
 // cannot see. A puts in a loop (sealing now and then) while B takes over at a random point.
 TEST_P(ShardWriterTest, FencedWriterNeverAcknowledgesALostWrite) {
-  const unsigned long long seed = testing::TestSeed();
+  const unsigned long long seed = strata::testing::TestSeed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   // Local stores fsync every group, so they get fewer iterations.
-  const int iterations = (GetParam() == StoreKind::kLocal ? 3 : 8) * testing::StressScale();
+  const int iterations = (GetParam() == StoreKind::kLocal ? 3 : 8) * strata::testing::StressScale();
   for (int iter = 0; iter < iterations; ++iter) {
     SCOPED_TRACE("iteration " + std::to_string(iter));
     const int64_t base = int64_t{iter} * 100000;
