@@ -364,6 +364,23 @@ Dataset GenerateDataset(const DatasetSizes& sizes) {
   return d;
 }
 
+nlohmann::json SizesJson(const DatasetSizes& s) {
+  return {{"rows", s.rows},
+          {"batch_rows", s.batch_rows},
+          {"lookups", s.lookups},
+          {"get_many_batches", s.get_many_batches},
+          {"get_many_ids", s.get_many_ids},
+          {"overwrite_fraction", s.overwrite_fraction},
+          {"puts_per_writer", s.puts_per_writer},
+          {"puts_seconds", s.puts_seconds},
+          {"put_writers", s.put_writers},
+          {"vectors", s.vectors},
+          {"vector_dim", s.vector_dim},
+          {"vector_queries", s.vector_queries},
+          {"top_k", s.top_k},
+          {"seed", s.seed}};
+}
+
 Status WriteDatasetFiles(const Dataset& data, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -376,21 +393,11 @@ Status WriteDatasetFiles(const Dataset& data, const std::string& dir) {
   STRATA_RETURN_IF_ERROR(WriteFloats(dir + "/queries.f32", data.queries));
   STRATA_RETURN_IF_ERROR(WriteJson(dir + "/vector_ids.json", nlohmann::json(data.vector_ids)));
 
-  const DatasetSizes& s = data.sizes;
   nlohmann::json params;
-  params["sizes"] = {{"rows", s.rows},
-                     {"batch_rows", s.batch_rows},
-                     {"lookups", s.lookups},
-                     {"get_many_batches", s.get_many_batches},
-                     {"get_many_ids", s.get_many_ids},
-                     {"puts_per_writer", s.puts_per_writer},
-                     {"puts_seconds", s.puts_seconds},
-                     {"put_writers", s.put_writers},
-                     {"vectors", s.vectors},
-                     {"vector_dim", s.vector_dim},
-                     {"vector_queries", s.vector_queries},
-                     {"top_k", s.top_k},
-                     {"seed", s.seed}};
+  params["sizes"] = SizesJson(data.sizes);
+  // params.json has never carried overwrite_fraction: the peers read the overwrite rows
+  // themselves (overwrite.arrows, counted by "overwrite_rows").
+  params["sizes"].erase("overwrite_fraction");
   params["scan"] = {{"policy_version", data.scan.policy_version},
                     {"reward_gt", data.scan.reward_gt},
                     {"columns", data.scan.columns},

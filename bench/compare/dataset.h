@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ struct DatasetSizes {
   int top_k = 10;
   uint64_t seed = 20261130;
 };
+
+// Every field of `sizes` as a JSON object keyed by field name: params.json's "sizes" and the
+// --json report's "dataset" both start from it.
+nlohmann::json SizesJson(const DatasetSizes& sizes);
 
 struct ScanSpec {  // W3
   std::string policy_version = "v3";

@@ -524,7 +524,6 @@ void PrintSummary(const RunReport& report) {
 Status WriteJsonReport(const RunReport& report, const std::string& path) {
   using nlohmann::json;
   const MachineInfo& m = report.machine;
-  const DatasetSizes& s = report.sizes;
   json j;
   j["started_utc"] = m.started_utc;
   j["quick"] = report.quick;
@@ -540,23 +539,10 @@ Status WriteJsonReport(const RunReport& report, const std::string& path) {
                 {"fdatasync_4k_p50_us", m.disk.fdatasync_4k_p50_us},
                 {"disk_floor_bytes", m.disk_floor_bytes},
                 {"memcpy_bps", m.memcpy_bps}};
-  j["dataset"] = {{"rows", s.rows},
-                  {"batch_rows", s.batch_rows},
-                  {"lookups", s.lookups},
-                  {"get_many_batches", s.get_many_batches},
-                  {"get_many_ids", s.get_many_ids},
-                  {"overwrite_fraction", s.overwrite_fraction},
-                  {"puts_per_writer", s.puts_per_writer},
-                  {"puts_seconds", s.puts_seconds},
-                  {"put_writers", s.put_writers},
-                  {"vectors", s.vectors},
-                  {"vector_dim", s.vector_dim},
-                  {"vector_queries", s.vector_queries},
-                  {"top_k", s.top_k},
-                  {"seed", s.seed},
-                  {"logical_bytes", report.logical_bytes},
-                  {"generate_seconds", report.generate_seconds},
-                  {"files_seconds", report.files_seconds}};
+  j["dataset"] = SizesJson(report.sizes);
+  j["dataset"]["logical_bytes"] = report.logical_bytes;
+  j["dataset"]["generate_seconds"] = report.generate_seconds;
+  j["dataset"]["files_seconds"] = report.files_seconds;
   json engines = json::array();
   for (const EngineColumn& e : report.engines) {
     engines.push_back({{"label", e.label},

@@ -256,38 +256,16 @@ class RocksDbEngine final : public Engine {
     return Guarded("rocksdb W6 overwrite", [&]() -> Result<StepResult> {
       const std::vector<BenchRow>& rows_in = data.overwrite_rows;
       const size_t batch = static_cast<size_t>(data.sizes.batch_rows);
-      std::vector<std::string> ids;
-      for (const BenchRow& row : rows_in) ids.push_back(row.id);
-      std::vector<std::optional<int64_t>> found;
-      found.reserve(ids.size());
-
-      const auto start = Clock::now();
-      for (size_t b = 0; b < rows_in.size(); b += batch) {
-        STRATA_RETURN_IF_ERROR(
-            WriteRows(rows_in, b, std::min(b + batch, rows_in.size()), "W6 overwrite"));
-      }
-      const double write_seconds = Seconds(start);
-      for (size_t b = 0; b < ids.size(); b += batch) {
-        const auto first = ids.begin() + static_cast<ptrdiff_t>(b);
-        const auto last = ids.begin() + static_cast<ptrdiff_t>(std::min(b + batch, ids.size()));
-        STRATA_ASSIGN_OR_RETURN(std::vector<std::optional<int64_t>> got, MultiGet(first, last));
-        found.insert(found.end(), got.begin(), got.end());
-      }
-      StepResult r;
-      r.seconds = Seconds(start);
-
-      int64_t fresh = 0;
-      for (size_t i = 0; i < rows_in.size(); ++i) {
-        if (found[i] && *found[i] == rows_in[i].sequence_order) ++fresh;
-      }
+      STRATA_ASSIGN_OR_RETURN(StepResult r,
+                              row_codec::TimedOverwrite(
+                                  rows_in, batch,
+                                  [&](size_t begin, size_t end) {
+                                    return WriteRows(rows_in, begin, end, "W6 overwrite");
+                                  },
+                                  [&](auto first, auto last) { return MultiGet(first, last); },
+                                  "synced WriteBatch per " + std::to_string(batch) + " rows",
+                                  "MultiGet back per " + std::to_string(batch) + " ids"));
       STRATA_ASSIGN_OR_RETURN(r.total_rows, CountRows());
-      r.ops = static_cast<int64_t>((rows_in.size() + batch - 1) / batch);
-      r.rows = static_cast<int64_t>(rows_in.size());
-      r.bytes = row_codec::LogicalBytes(rows_in, 0, rows_in.size());
-      r.answer = Answer{fresh, Sha256Hex(row_codec::KeyedLines(ids, found))};
-      r.note = "synced WriteBatch per " + std::to_string(batch) + " rows " +
-               std::to_string(write_seconds) + " s, MultiGet back per " + std::to_string(batch) +
-               " ids " + std::to_string(r.seconds - write_seconds) + " s";
       return r;
     });
   }

@@ -1,11 +1,13 @@
 // What the SQLite and RocksDB engines share: the binary row value RocksDB stores, the token
-// blobs SQLite stores, brute-force L2 top-k for W8, and the answer lines of engine.h.
+// blobs SQLite stores, brute-force L2 top-k for W8, the answer lines of engine.h and the
+// timed W4-W6 loops.
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -327,6 +329,48 @@ Result<StepResult> TimedGetMany(const std::vector<std::vector<std::string>>& bat
   r.rows = hits;
   r.answer = Answer{hits, Sha256Hex(lines)};
   r.note = std::move(note);
+  return r;
+}
+
+// W6 for an engine that writes rows[begin, end) with `write(begin, end)` -> Status and reads
+// ids back with `read(first, last)` (iterators into a vector of the rows' ids) ->
+// Result<std::vector<std::optional<int64_t>>>, each id's sequence_order in request order or
+// nullopt when absent; both go `batch` rows at a time. The timed region is all the writes
+// followed by all the reads; the note gives each phase's seconds after `write_what` /
+// `read_what`. total_rows is left to the caller, to count untimed afterwards.
+template <typename Write, typename ReadBack>
+Result<StepResult> TimedOverwrite(const std::vector<BenchRow>& rows, size_t batch, Write&& write,
+                                  ReadBack&& read, const std::string& write_what,
+                                  const std::string& read_what) {
+  std::vector<std::string> ids;
+  for (const BenchRow& row : rows) ids.push_back(row.id);
+  std::vector<std::optional<int64_t>> found;
+  found.reserve(rows.size());
+
+  const auto start = Clock::now();
+  for (size_t b = 0; b < rows.size(); b += batch) {
+    STRATA_RETURN_IF_ERROR(write(b, std::min(b + batch, rows.size())));
+  }
+  const double write_seconds = Seconds(start);
+  for (size_t b = 0; b < ids.size(); b += batch) {
+    const auto first = ids.begin() + static_cast<std::ptrdiff_t>(b);
+    const auto last = ids.begin() + static_cast<std::ptrdiff_t>(std::min(b + batch, ids.size()));
+    STRATA_ASSIGN_OR_RETURN(std::vector<std::optional<int64_t>> got, read(first, last));
+    found.insert(found.end(), got.begin(), got.end());
+  }
+  StepResult r;
+  r.seconds = Seconds(start);
+
+  int64_t fresh = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (found[i] && *found[i] == rows[i].sequence_order) ++fresh;
+  }
+  r.ops = static_cast<int64_t>((rows.size() + batch - 1) / batch);
+  r.rows = static_cast<int64_t>(rows.size());
+  r.bytes = LogicalBytes(rows, 0, rows.size());
+  r.answer = Answer{fresh, Sha256Hex(KeyedLines(ids, found))};
+  r.note = write_what + " " + std::to_string(write_seconds) + " s, " + read_what + " " +
+           std::to_string(r.seconds - write_seconds) + " s";
   return r;
 }
 

@@ -303,40 +303,18 @@ class SqliteEngine final : public Engine {
     return Guarded("sqlite W6 overwrite", [&]() -> Result<StepResult> {
       const std::vector<BenchRow>& rows = data.overwrite_rows;
       const size_t batch = static_cast<size_t>(data.sizes.batch_rows);
-      std::vector<std::string> ids;
-      for (const BenchRow& row : rows) ids.push_back(row.id);
-      std::vector<std::optional<int64_t>> found;
-      found.reserve(rows.size());
-
-      const auto start = Clock::now();
-      for (size_t b = 0; b < rows.size(); b += batch) {
-        STRATA_RETURN_IF_ERROR(
-            WriteTransaction(upsert_.get(), rows, b, std::min(b + batch, rows.size())));
-      }
-      const double write_seconds = Seconds(start);
-      for (size_t b = 0; b < ids.size(); b += batch) {
-        std::vector<std::string> chunk(
-            ids.begin() + static_cast<ptrdiff_t>(b),
-            ids.begin() + static_cast<ptrdiff_t>(std::min(b + batch, ids.size())));
-        STRATA_ASSIGN_OR_RETURN(std::vector<std::optional<int64_t>> got, GetIn(chunk));
-        found.insert(found.end(), got.begin(), got.end());
-      }
-      StepResult r;
-      r.seconds = Seconds(start);
-
-      int64_t fresh = 0;
-      for (size_t i = 0; i < rows.size(); ++i) {
-        if (found[i] && *found[i] == rows[i].sequence_order) ++fresh;
-      }
+      STRATA_ASSIGN_OR_RETURN(
+          StepResult r,
+          row_codec::TimedOverwrite(
+              rows, batch,
+              [&](size_t begin, size_t end) {
+                return WriteTransaction(upsert_.get(), rows, begin, end);
+              },
+              [&](auto first, auto last) { return GetIn(std::vector<std::string>(first, last)); },
+              "upsert in " + std::to_string(batch) + "-row transactions",
+              "read back with IN (" + std::to_string(batch) + " ids)"));
       STRATA_ASSIGN_OR_RETURN(std::string count, QueryText(db(), "SELECT COUNT(*) FROM rows"));
       r.total_rows = std::stoll(count);
-      r.ops = static_cast<int64_t>((rows.size() + batch - 1) / batch);
-      r.rows = static_cast<int64_t>(rows.size());
-      r.bytes = row_codec::LogicalBytes(rows, 0, rows.size());
-      r.answer = Answer{fresh, Sha256Hex(row_codec::KeyedLines(ids, found))};
-      r.note = "upsert in " + std::to_string(batch) + "-row transactions " +
-               std::to_string(write_seconds) + " s, read back with IN (" + std::to_string(batch) +
-               " ids) " + std::to_string(r.seconds - write_seconds) + " s";
       return r;
     });
   }
