@@ -10,6 +10,8 @@
 #include <map>
 #include <random>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "io/fault_injection_file_system.h"
 #include "io/file_object_store.h"
@@ -39,14 +41,14 @@ struct GenRow {
   bool tombstone = false;
 };
 
-// Every row of every generation listed in the shard's latest manifest, by id.
-std::multimap<int64_t, GenRow> ReadGenerations(const std::shared_ptr<ObjectStore>& store,
-                                               pb::ShardManifest* manifest_out = nullptr) {
-  std::multimap<int64_t, GenRow> rows;
+// Every published generation of the shard's latest manifest with all its rows.
+std::vector<std::pair<pb::Generation, RecordBatch>> PublishedGenerations(
+    const std::shared_ptr<ObjectStore>& store, pb::ShardManifest* manifest_out = nullptr) {
+  std::vector<std::pair<pb::Generation, RecordBatch>> out;
   ShardManifestStore manifests(store, kPrefix, kShard);
   Result<pb::ShardManifest> manifest = manifests.ReadLatest();
   EXPECT_TRUE(manifest.ok()) << manifest.status();
-  if (!manifest.ok()) return rows;
+  if (!manifest.ok()) return out;
   if (manifest_out != nullptr) *manifest_out = *manifest;
   for (const pb::Generation& entry : manifest->generations()) {
     Result<std::shared_ptr<Generation>> gen = Generation::Open(store, kPrefix, kShard, entry, {});
@@ -56,11 +58,21 @@ std::multimap<int64_t, GenRow> ReadGenerations(const std::shared_ptr<ObjectStore
     EXPECT_TRUE(all.ok()) << all.status();
     if (!all.ok()) continue;
     EXPECT_EQ(all->num_rows(), entry.rows());
-    Array ids = all->GetColumnByName("id");
-    Array tombstones = all->GetColumnByName(kTombstoneColumn);
+    out.emplace_back(entry, std::move(*all));
+  }
+  return out;
+}
+
+// Every row of every generation listed in the shard's latest manifest, by id.
+std::multimap<int64_t, GenRow> ReadGenerations(const std::shared_ptr<ObjectStore>& store,
+                                               pb::ShardManifest* manifest_out = nullptr) {
+  std::multimap<int64_t, GenRow> rows;
+  for (const auto& [entry, all] : PublishedGenerations(store, manifest_out)) {
+    Array ids = all.GetColumnByName("id");
+    Array tombstones = all.GetColumnByName(kTombstoneColumn);
     EXPECT_TRUE(ids.is_valid_handle() && tombstones.is_valid_handle());
     if (!ids.is_valid_handle() || !tombstones.is_valid_handle()) continue;
-    for (int64_t r = 0; r < all->num_rows(); ++r) {
+    for (int64_t r = 0; r < all.num_rows(); ++r) {
       // Generations linked from the WAL lack the column: null, not a tombstone.
       rows.emplace(ids.Value<int64_t>(r),
                    GenRow{entry.generation(), tombstones.IsValid(r) && tombstones.BoolValue(r)});
@@ -260,20 +272,10 @@ RecordBatch RoleRows(int64_t first, int64_t n, const std::function<std::string(i
 // id -> role of every row of the shard's published generations.
 std::map<int64_t, std::string> ReadRoles(const std::shared_ptr<ObjectStore>& store) {
   std::map<int64_t, std::string> out;
-  ShardManifestStore manifests(store, kPrefix, kShard);
-  Result<pb::ShardManifest> manifest = manifests.ReadLatest();
-  EXPECT_TRUE(manifest.ok()) << manifest.status();
-  if (!manifest.ok()) return out;
-  for (const pb::Generation& entry : manifest->generations()) {
-    Result<std::shared_ptr<Generation>> gen = Generation::Open(store, kPrefix, kShard, entry, {});
-    EXPECT_TRUE(gen.ok()) << gen.status();
-    if (!gen.ok()) continue;
-    Result<RecordBatch> all = table::testing_util::ReadAll(*(*gen)->table());
-    EXPECT_TRUE(all.ok()) << all.status();
-    if (!all.ok()) continue;
-    const Array ids = all->GetColumnByName("id");
-    const Array roles = all->GetColumnByName("role");
-    for (int64_t r = 0; r < all->num_rows(); ++r) {
+  for (const auto& [entry, all] : PublishedGenerations(store)) {
+    const Array ids = all.GetColumnByName("id");
+    const Array roles = all.GetColumnByName("role");
+    for (int64_t r = 0; r < all.num_rows(); ++r) {
       EXPECT_TRUE(out.emplace(ids.Value<int64_t>(r),
                               std::string(roles.dictionary().StringValue(roles.DictionaryIndex(r))))
                       .second)
