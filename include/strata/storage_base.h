@@ -111,6 +111,9 @@ struct StorageBaseOptions {
   bool link_wal_segments = true;
   // Metrics go here (null = DefaultMetrics()).
   MetricsRegistry* metrics = nullptr;
+  // Time source of the writer (seal stamps, manifest times), merges and deletions; must
+  // outlive the handle. Null = the system clock.
+  Clock* clock = nullptr;
 };
 
 struct ScanRequest {

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "fmt/format.h"
+#include "strata/builder.h"
 #include "table/key_index.h"
 
 namespace strata::lsm {
@@ -208,6 +209,64 @@ Result<expr::Scalar> DecodeKey(std::string_view encoded, const DataType& type) {
   if (id == TypeId::kTimestamp) return expr::Scalar::Timestamp(value);
   if (IsUnsignedInteger(id)) return expr::Scalar::UInt64(static_cast<uint64_t>(value));
   return expr::Scalar::Int64(value);
+}
+
+Result<Array> KeysToArray(const std::vector<expr::Scalar>& keys, const DataTypePtr& type) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ArrayBuilder> builder, MakeBuilder(type));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const expr::Scalar& key = keys[i];
+    auto mismatch = [&] {
+      return Status::InvalidArgument(fmt::format("key {} ({}) does not fit the key column type {}",
+                                                 i, key.ToString(), type->ToString()));
+    };
+    switch (type->id()) {
+      case TypeId::kUtf8:
+      case TypeId::kBinary:
+        if (key.kind() != expr::Scalar::Kind::kString) return mismatch();
+        STRATA_RETURN_IF_ERROR(static_cast<BinaryBuilder&>(*builder).Append(key.string_value()));
+        break;
+      case TypeId::kLargeUtf8:
+      case TypeId::kLargeBinary:
+        if (key.kind() != expr::Scalar::Kind::kString) return mismatch();
+        STRATA_RETURN_IF_ERROR(
+            static_cast<LargeBinaryBuilder&>(*builder).Append(key.string_value()));
+        break;
+      default: {
+        // Integer and timestamp keys go through their encoded form, which checks the range.
+        STRATA_RETURN_IF_ERROR(EncodeKeyScalar(key, *type).status());
+        int64_t value = key.kind() == expr::Scalar::Kind::kUInt64
+                            ? static_cast<int64_t>(key.uint64_value())
+                            : key.int64_value();
+        switch (type->id()) {
+          case TypeId::kInt8:
+            static_cast<NumericBuilder<int8_t>&>(*builder).Append(static_cast<int8_t>(value));
+            break;
+          case TypeId::kInt16:
+            static_cast<NumericBuilder<int16_t>&>(*builder).Append(static_cast<int16_t>(value));
+            break;
+          case TypeId::kInt32:
+            static_cast<NumericBuilder<int32_t>&>(*builder).Append(static_cast<int32_t>(value));
+            break;
+          case TypeId::kInt64:
+          case TypeId::kTimestamp:
+            static_cast<NumericBuilder<int64_t>&>(*builder).Append(value);
+            break;
+          case TypeId::kUInt8:
+            static_cast<NumericBuilder<uint8_t>&>(*builder).Append(static_cast<uint8_t>(value));
+            break;
+          case TypeId::kUInt16:
+            static_cast<NumericBuilder<uint16_t>&>(*builder).Append(static_cast<uint16_t>(value));
+            break;
+          case TypeId::kUInt32:
+            static_cast<NumericBuilder<uint32_t>&>(*builder).Append(static_cast<uint32_t>(value));
+            break;
+          default:
+            return mismatch();
+        }
+      }
+    }
+  }
+  return builder->Finish();
 }
 
 }  // namespace strata::lsm

@@ -28,6 +28,9 @@ Result<std::vector<std::string>> EncodeKeys(const Array& column, std::string_vie
 Result<expr::Scalar> KeyScalar(const Array& column, int64_t row);
 // Encodes a Scalar the same way EncodeKeys encodes a value of `type`.
 Result<std::string> EncodeKeyScalar(const expr::Scalar& key, const DataType& type);
+// An array of `type` holding `keys` (tombstones); InvalidArgument naming the key for one that
+// does not fit the type (a string for an integer key, an integer out of range).
+Result<Array> KeysToArray(const std::vector<expr::Scalar>& keys, const DataTypePtr& type);
 // The inverse of EncodeKeys for one value.
 Result<expr::Scalar> DecodeKey(std::string_view encoded, const DataType& type);
 

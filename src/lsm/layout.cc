@@ -1,6 +1,7 @@
 // Object keys and small shared helpers of the lsm layer (see layout.h).
 #include "lsm/layout.h"
 
+#include <cctype>
 #include <charconv>
 #include <tuple>
 
@@ -65,6 +66,20 @@ std::string MergedWatermarkKey(const Uuid& shard) {
   return fmt::format("{}{}", kMergedWatermarkPrefix, shard.ToString());
 }
 
+std::optional<uint64_t> ParseGenerationPath(std::string_view path) {
+  constexpr std::string_view kDir = "gen/";
+  if (!path.starts_with(kDir)) return std::nullopt;
+  path.remove_prefix(kDir.size());
+  if (path.ends_with('/')) path.remove_suffix(1);
+  if (path.size() != 20 + 1 + 8 || path[20] != '-') return std::nullopt;
+  for (char c : path.substr(21)) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  }
+  uint64_t generation = 0;
+  if (!ParseDecimal(path.substr(0, 20), generation)) return std::nullopt;
+  return generation;
+}
+
 Result<uint64_t> ParseWatermark(std::string_view value) {
   if (value.empty()) return uint64_t{0};
   uint64_t out = 0;
@@ -72,6 +87,26 @@ Result<uint64_t> ParseWatermark(std::string_view value) {
     return Status::Corruption(fmt::format("merge watermark '{}' is not a number", value));
   }
   return out;
+}
+
+Result<Watermarks> ReadWatermarks(const KeyValueMetadata& metadata) {
+  Watermarks out;
+  for (const auto& [key, value] : metadata.entries()) {
+    if (!key.starts_with(kMergedWatermarkPrefix)) continue;
+    std::string_view id = std::string_view(key).substr(kMergedWatermarkPrefix.size());
+    Result<Uuid> shard = Uuid::Parse(id);
+    if (!shard.ok()) {
+      return Status::Corruption(fmt::format("merge watermark key '{}' does not name a shard", key));
+    }
+    STRATA_ASSIGN_OR_RETURN(uint64_t generation, ParseWatermark(value));
+    out[*shard] = generation;
+  }
+  return out;
+}
+
+uint64_t WatermarkOf(const Watermarks& watermarks, const Uuid& shard) {
+  auto it = watermarks.find(shard);
+  return it == watermarks.end() ? 0 : it->second;
 }
 
 int CompareWalPositions(const pb::WalPosition& a, const pb::WalPosition& b) {

@@ -12,12 +12,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "lsm/lsm.pb.h"
 #include "strata/status.h"
+#include "strata/type.h"
 #include "util/uuid.h"
 
 namespace strata::lsm {
@@ -47,10 +49,19 @@ std::string WalSegmentKey(std::string_view store_prefix, const Uuid& shard, uint
 std::optional<std::pair<uint64_t, uint64_t>> ParseWalSegmentName(std::string_view name);
 // A fresh generation path relative to the shard dir: "gen/<generation:020>-<8 hex>/".
 std::string NewGenerationPath(uint64_t generation);
+// The generation number of a path NewGenerationPath made ("gen/<generation:020>-<8 hex>/";
+// the trailing slash may be missing); nullopt for anything else.
+std::optional<uint64_t> ParseGenerationPath(std::string_view path);
 // Table metadata key of a shard's merge watermark.
 std::string MergedWatermarkKey(const Uuid& shard);
 // The watermark value in `metadata` (0 when absent); Corruption for a non-number.
 Result<uint64_t> ParseWatermark(std::string_view value);
+// Every shard's merge watermark recorded in a base version's metadata; Corruption for a
+// damaged entry.
+using Watermarks = std::map<Uuid, uint64_t>;
+Result<Watermarks> ReadWatermarks(const KeyValueMetadata& metadata);
+// The watermark of `shard` (0: nothing of it merged yet).
+uint64_t WatermarkOf(const Watermarks& watermarks, const Uuid& shard);
 
 // Positions order by (epoch, segment, offset).
 int CompareWalPositions(const pb::WalPosition& a, const pb::WalPosition& b);

@@ -5,112 +5,41 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <charconv>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
+#include <functional>
 #include <map>
-#include <mutex>
-#include <set>
-#include <thread>
 #include <utility>
 
 #include "lsm/generation.h"
+#include "lsm/generation_deleter.h"
 #include "lsm/key.h"
 #include "lsm/layout.h"
 #include "lsm/lsm_read.h"
 #include "lsm/merge.h"
+#include "lsm/read_view.h"
 #include "lsm/shard_manifest.h"
 #include "lsm/shard_writer.h"
-#include "strata/builder.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/mutex.h"
 
 namespace strata::store {
 namespace {
 
-using Watermarks = std::map<Uuid, uint64_t>;
-
-constexpr int kReadAttempts = 3;
 constexpr int kMergeAttempts = 3;
 
-// The merge watermarks recorded in a base version's metadata.
-Result<Watermarks> ReadWatermarks(const KeyValueMetadata& metadata) {
-  Watermarks out;
-  for (const auto& [key, value] : metadata.entries()) {
-    if (!key.starts_with(lsm::kMergedWatermarkPrefix)) continue;
-    std::string_view id = std::string_view(key).substr(lsm::kMergedWatermarkPrefix.size());
-    STRATA_ASSIGN_OR_RETURN(Uuid shard, Uuid::Parse(id));
-    STRATA_ASSIGN_OR_RETURN(uint64_t generation, lsm::ParseWatermark(value));
-    out[shard] = generation;
-  }
-  return out;
-}
+static_assert(kPendingGenerationsExceeded == lsm::kPendingGenerationsExceededPrefix);
 
-uint64_t WatermarkOf(const Watermarks& watermarks, const Uuid& shard) {
-  auto it = watermarks.find(shard);
-  return it == watermarks.end() ? 0 : it->second;
-}
-
-// An array of `type` holding `keys` (for tombstones).
-Result<Array> KeysToArray(const std::vector<expr::Scalar>& keys, const DataTypePtr& type) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ArrayBuilder> builder, MakeBuilder(type));
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const expr::Scalar& key = keys[i];
-    auto mismatch = [&] {
-      return Status::InvalidArgument(fmt::format("key {} ({}) does not fit the key column type {}",
-                                                 i, key.ToString(), type->ToString()));
-    };
-    switch (type->id()) {
-      case TypeId::kUtf8:
-      case TypeId::kBinary:
-        if (key.kind() != expr::Scalar::Kind::kString) return mismatch();
-        STRATA_RETURN_IF_ERROR(static_cast<BinaryBuilder&>(*builder).Append(key.string_value()));
-        break;
-      case TypeId::kLargeUtf8:
-      case TypeId::kLargeBinary:
-        if (key.kind() != expr::Scalar::Kind::kString) return mismatch();
-        STRATA_RETURN_IF_ERROR(
-            static_cast<LargeBinaryBuilder&>(*builder).Append(key.string_value()));
-        break;
-      default: {
-        // Integer and timestamp keys go through their encoded form, which checks the range.
-        STRATA_ASSIGN_OR_RETURN(std::string encoded, lsm::EncodeKeyScalar(key, *type));
-        (void)encoded;
-        int64_t value = key.kind() == expr::Scalar::Kind::kUInt64
-                            ? static_cast<int64_t>(key.uint64_value())
-                            : key.int64_value();
-        switch (type->id()) {
-          case TypeId::kInt8:
-            static_cast<NumericBuilder<int8_t>&>(*builder).Append(static_cast<int8_t>(value));
-            break;
-          case TypeId::kInt16:
-            static_cast<NumericBuilder<int16_t>&>(*builder).Append(static_cast<int16_t>(value));
-            break;
-          case TypeId::kInt32:
-            static_cast<NumericBuilder<int32_t>&>(*builder).Append(static_cast<int32_t>(value));
-            break;
-          case TypeId::kInt64:
-          case TypeId::kTimestamp:
-            static_cast<NumericBuilder<int64_t>&>(*builder).Append(value);
-            break;
-          case TypeId::kUInt8:
-            static_cast<NumericBuilder<uint8_t>&>(*builder).Append(static_cast<uint8_t>(value));
-            break;
-          case TypeId::kUInt16:
-            static_cast<NumericBuilder<uint16_t>&>(*builder).Append(static_cast<uint16_t>(value));
-            break;
-          case TypeId::kUInt32:
-            static_cast<NumericBuilder<uint32_t>&>(*builder).Append(static_cast<uint32_t>(value));
-            break;
-          default:
-            return mismatch();
-        }
-      }
-    }
+lsm::ReadScope ScopeOf(ListSource source) {
+  switch (source) {
+    case ListSource::kAll:
+      return lsm::ReadScope::kAll;
+    case ListSource::kWal:
+      return lsm::ReadScope::kPending;
+    case ListSource::kFragments:
+      return lsm::ReadScope::kBase;
   }
-  return builder->Finish();
+  return lsm::ReadScope::kAll;
 }
 
 // Histograms and counters of one store handle (reference §2.16 names, "strata_" prefix).
@@ -172,109 +101,6 @@ void Increment(Counter* counter) {
   if (counter != nullptr) counter->Increment();
 }
 
-// Deletes merged generations' files on one background thread, `delay` after their drain:
-// a reader that built its view just before the drain still finds the files for that long
-// (after it, a vanished generation makes the read retry with a fresh view). On Stop the
-// remaining deletions run at once.
-class BackgroundDeleter {
- public:
-  BackgroundDeleter(std::shared_ptr<ObjectStore> store, std::string prefix,
-                    lsm::GenerationCache* cache, std::chrono::microseconds delay,
-                    Histogram* duration, Counter* errors)
-      : store_(std::move(store)),
-        prefix_(std::move(prefix)),
-        cache_(cache),
-        delay_(delay),
-        duration_(duration),
-        errors_(errors) {}
-  ~BackgroundDeleter() { Stop(); }
-
-  void Enqueue(const Uuid& shard, std::vector<std::string> paths) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (stopping_) return;
-      const auto due = std::chrono::steady_clock::now() + delay_;
-      for (std::string& path : paths) queue_.push_back(Entry{shard, std::move(path), due});
-      if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
-    }
-    cv_.notify_all();
-  }
-
-  // True while `path` of `shard` waits for (or is in) deletion.
-  bool Pending(const Uuid& shard, const std::string& path) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (busy_ && in_progress_.shard == shard && in_progress_.path == path) return true;
-    for (const Entry& e : queue_) {
-      if (e.shard == shard && e.path == path) return true;
-    }
-    return false;
-  }
-
-  void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  // Deletes one generation directory now.
-  void Delete(const Uuid& shard, const std::string& path) {
-    ScopedTimer timer(duration_);
-    const std::string dir = lsm::ShardDir(prefix_, shard) + path;
-    Result<int64_t> removed = store_->DeletePrefix(dir);
-    if (!removed.ok()) {
-      Increment(errors_);
-      LogWarning("could not delete merged generation {}: {}", dir, removed.status().ToString());
-    }
-    cache_->Forget(shard, path);
-  }
-
- private:
-  struct Entry {
-    Uuid shard;
-    std::string path;
-    std::chrono::steady_clock::time_point due;
-  };
-
-  void Run() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      if (queue_.empty()) {
-        if (stopping_) return;
-        cv_.wait(lock);
-        continue;
-      }
-      if (!stopping_ && std::chrono::steady_clock::now() < queue_.front().due) {
-        cv_.wait_until(lock, queue_.front().due);
-        continue;
-      }
-      in_progress_ = std::move(queue_.front());
-      queue_.pop_front();
-      busy_ = true;
-      lock.unlock();
-      Delete(in_progress_.shard, in_progress_.path);
-      lock.lock();
-      busy_ = false;
-    }
-  }
-
-  std::shared_ptr<ObjectStore> store_;
-  std::string prefix_;
-  lsm::GenerationCache* cache_;
-  std::chrono::microseconds delay_;
-  Histogram* duration_;
-  Counter* errors_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<Entry> queue_;
-  Entry in_progress_;
-  bool busy_ = false;
-  bool stopping_ = false;
-  std::thread thread_;
-};
-
 std::string StoreLabel(const std::string& prefix) {
   std::string_view p = prefix;
   if (!p.empty() && p.back() == '/') p.remove_suffix(1);
@@ -294,10 +120,12 @@ struct StorageBase::Impl {
   SchemaPtr schema;
   int key_index = 0;
   std::string store_label;
+  Clock* clock;
   lsm::ShardManifestStore manifests;
   std::unique_ptr<lsm::GenerationCache> generations;
   StoreMetrics metrics;
-  std::unique_ptr<BackgroundDeleter> deleter;
+  std::unique_ptr<lsm::ReadViewSource> reader;
+  std::unique_ptr<lsm::GenerationDeleter> deleter;
 
   mutable Mutex state_mutex;
   std::shared_ptr<table::Table> pinned STRATA_GUARDED_BY(state_mutex);
@@ -310,21 +138,31 @@ struct StorageBase::Impl {
   Mutex compact_mutex;  // one compaction per handle at a time
 
   Impl(std::shared_ptr<ObjectStore> s, std::string p, StorageBaseOptions o,
-       std::shared_ptr<table::Table> b)
+       std::shared_ptr<table::Table> b, int key)
       : store(std::move(s)),
         prefix(std::move(p)),
         options(std::move(o)),
         shard(lsm::DeriveShardId(options.shard_id)),
         base(std::move(b)),
+        key_index(key),
         store_label(StoreLabel(prefix)),
-        manifests(store, prefix, shard),
+        clock(options.clock != nullptr ? options.clock : SystemClock()),
+        manifests(store, prefix, shard, clock),
         generations(std::make_unique<lsm::GenerationCache>(store, prefix, options.table_options)),
         metrics(options.metrics != nullptr ? *options.metrics : DefaultMetrics(), store_label) {
-    deleter = std::make_unique<BackgroundDeleter>(
+    lsm::PendingGenerationLimits limits;
+    limits.warn = options.pending_generations_warn;
+    limits.max = options.pending_generations_max;
+    limits.store_label = store_label;
+    limits.pending_per_shard = metrics.pending_generations;
+    limits.reads_refused = metrics.reads_refused;
+    reader = std::make_unique<lsm::ReadViewSource>(store, prefix, base, key_index,
+                                                   generations.get(), std::move(limits));
+    deleter = std::make_unique<lsm::GenerationDeleter>(
         store, prefix, generations.get(),
         std::chrono::microseconds(
             static_cast<int64_t>(options.generation_delete_delay_seconds * 1e6)),
-        metrics.merge_duration["delete"], metrics.merge_errors["delete"]);
+        clock, metrics.merge_duration["delete"], metrics.merge_errors["delete"]);
   }
 
   std::shared_ptr<table::Table> Pinned() const {
@@ -357,6 +195,7 @@ struct StorageBase::Impl {
     writer_options.generation_options = options.table_options;
     writer_options.generation_options.compression = options.generation_compression;
     writer_options.link_wal_segments = options.link_wal_segments;
+    writer_options.clock = clock;
     STRATA_ASSIGN_OR_RETURN(
         writer, lsm::ShardWriter::Open(store, prefix, shard, Schema(), key_index, writer_options));
     return writer;
@@ -413,175 +252,30 @@ struct StorageBase::Impl {
     return Status::OK();
   }
 
-  struct View {
-    lsm::LsmView view;
-    uint64_t base_version = 0;
-    Watermarks watermarks;
-    bool pinned = false;
-  };
-
-  // The sources a read of `source` sees now. Memtables are snapshotted before the shard
-  // manifests are read, so a seal published in between shows its rows twice (resolved by
-  // newest-wins), never zero times.
-  Result<View> BuildView(ListSource source) const {
-    View out;
-    out.view.schema = Schema();
-    out.view.key_column = key_index;
-    if (std::shared_ptr<table::Table> p = Pinned()) {
-      out.view.base = p;
-      out.view.schema = p->schema();
-      out.pinned = true;
-      out.base_version = p->version();
-      return out;
-    }
-    STRATA_RETURN_IF_ERROR(base->Refresh());
-    KeyValueMetadata metadata = base->metadata();
-    out.base_version = base->version();
-    STRATA_ASSIGN_OR_RETURN(out.watermarks, ReadWatermarks(metadata));
-    out.view.schema = base->schema();
-    if (source != ListSource::kWal) out.view.base = base;
-    if (source == ListSource::kFragments) return out;
-
-    if (options.read_own_writes) {
-      if (std::shared_ptr<lsm::ShardWriter> w = CurrentWriter()) {
-        out.view.memtables = w->MemTables();
-      }
-    }
-    STRATA_ASSIGN_OR_RETURN(std::vector<Uuid> shards, lsm::ListShards(*store, prefix));
-    int64_t total = 0;
-    std::vector<std::shared_ptr<lsm::Generation>> gens;
-    for (const Uuid& shard_id : shards) {
-      lsm::ShardManifestStore manifest_store(store, prefix, shard_id);
-      Result<lsm::pb::ShardManifest> manifest = manifest_store.ReadLatest();
-      if (!manifest.ok()) {
-        if (manifest.status().IsNotFound()) continue;
-        return manifest.status();
-      }
-      int64_t pending = manifest->generations_size();
-      if (metrics.pending_generations != nullptr) {
-        metrics.pending_generations->Observe(static_cast<double>(pending));
-      }
-      if (options.pending_generations_max > 0 && pending > options.pending_generations_max) {
-        Increment(metrics.reads_refused);
-        return Status::Unavailable(fmt::format(
-            "{}: shard {} has {} generations pending merge (cap {}); retry after the merge "
-            "catches up",
-            kPendingGenerationsExceeded, shard_id.ToString(), pending,
-            options.pending_generations_max));
-      }
-      if (options.pending_generations_warn > 0 && pending >= options.pending_generations_warn) {
-        LogWarning("store {}: shard {} has {} generations pending merge (warning at {})",
-                   store_label, shard_id.ToString(), pending, options.pending_generations_warn);
-      }
-      total += pending;
-      uint64_t watermark = WatermarkOf(out.watermarks, shard_id);
-      for (const lsm::pb::Generation& entry : manifest->generations()) {
-        if (entry.generation() <= watermark) continue;
-        STRATA_ASSIGN_OR_RETURN(std::shared_ptr<lsm::Generation> generation,
-                                generations->Get(shard_id, entry));
-        gens.push_back(std::move(generation));
-      }
-    }
-    if (options.pending_generations_max > 0 && total > options.pending_generations_max) {
-      Increment(metrics.reads_refused);
-      return Status::Unavailable(fmt::format(
-          "{}: {} generations pending merge across {} shards (cap {}); retry after the merge "
-          "catches up",
-          kPendingGenerationsExceeded, total, shards.size(), options.pending_generations_max));
-    }
-    // Newest first: by seal time, then generation number, then shard.
-    std::sort(gens.begin(), gens.end(), [](const auto& a, const auto& b) {
-      const lsm::pb::Generation& x = a->entry();
-      const lsm::pb::Generation& y = b->entry();
-      if (x.sealed_at_micros() != y.sealed_at_micros()) {
-        return x.sealed_at_micros() > y.sealed_at_micros();
-      }
-      if (x.generation() != y.generation()) return x.generation() > y.generation();
-      return a->shard() > b->shard();
-    });
-    out.view.generations = std::move(gens);
-    return out;
+  // The own memtables for a read view (read_own_writes), newest first.
+  std::vector<std::shared_ptr<const lsm::MemTableSnapshot>> OwnMemTables() const {
+    if (!options.read_own_writes) return {};
+    std::shared_ptr<lsm::ShardWriter> w = CurrentWriter();
+    if (w == nullptr) return {};
+    return w->MemTables();
   }
 
-  // True when no merge committed since `view` was built: the latest base version records
-  // the same watermarks (compactions and other commits do not matter to the view).
-  Result<bool> StillConsistent(const View& view) const {
-    if (view.pinned) return true;
-    STRATA_ASSIGN_OR_RETURN(uint64_t latest, base->LatestVersion());
-    if (latest == view.base_version) return true;
-    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> at, base->Checkout(latest));
-    STRATA_ASSIGN_OR_RETURN(Watermarks now, ReadWatermarks(at->metadata()));
-    return now == view.watermarks;
-  }
-
-  // Runs `read` on a view, retrying when a generation vanished or a merge committed while
-  // it read; never returns a result from an inconsistent view.
   template <typename T>
-  Result<T> ReadConsistent(ListSource source,
-                           const std::function<Result<T>(const lsm::LsmView&)>& read) const {
-    Status last;
-    for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
-      Result<View> view = BuildView(source);
-      if (!view.ok()) {
-        if (view.status().IsNotFound() && attempt + 1 < kReadAttempts) {
-          last = view.status();
-          continue;
-        }
-        return view.status();
-      }
-      Result<T> result = read(view->view);
-      if (!result.ok()) {
-        if (result.status().IsNotFound() && !view->pinned && attempt + 1 < kReadAttempts) {
-          last = result.status();
-          continue;
-        }
-        return result.status();
-      }
-      if (source == ListSource::kFragments && !view->pinned) return result;
-      STRATA_ASSIGN_OR_RETURN(bool consistent, StillConsistent(*view));
-      if (consistent) return result;
-    }
-    if (!last.ok()) return last;
-    return Status::Busy(fmt::format(
-        "store changed during read ({} attempts: merges kept committing); retry the request",
-        kReadAttempts));
+  Result<T> Read(ListSource source,
+                 const std::function<Result<T>(const lsm::LsmView&)>& read) const {
+    return reader->Read<T>(
+        ScopeOf(source), Pinned(), [this] { return OwnMemTables(); }, read);
   }
 
   Result<MergeReport> RunMerge(int min_generations, bool seal_first);
 
-  // Deletes directories of this shard's generations that were merged (at or below the
-  // base watermark), are no longer in the shard manifest and are not waiting in this
-  // process's deleter: leftovers of a merger that died before its delayed deletion ran.
-  // Best effort; returns how many were deleted.
-  int SweepMergedGenerations() {
-    Result<Watermarks> watermarks = ReadWatermarks(base->metadata());
+  // Sweeps this shard's merged generation directories that a merger which died left
+  // behind (best effort).
+  void SweepMergedGenerations() {
+    Result<lsm::Watermarks> watermarks = lsm::ReadWatermarks(base->metadata());
     Result<lsm::pb::ShardManifest> manifest = manifests.ReadLatest();
-    if (!watermarks.ok() || !manifest.ok()) return 0;
-    const uint64_t watermark = WatermarkOf(*watermarks, shard);
-    std::set<std::string> listed;
-    for (const lsm::pb::Generation& g : manifest->generations()) listed.insert(g.path());
-    const std::string gen_dir = lsm::ShardDir(prefix, shard) + "gen/";
-    Result<std::vector<ObjectMeta>> objects = store->List(gen_dir);
-    if (!objects.ok()) return 0;
-    std::set<std::string> dirs;
-    for (const ObjectMeta& object : *objects) {
-      std::string_view rest = std::string_view(object.key).substr(gen_dir.size());
-      size_t slash = rest.find('/');
-      if (slash == std::string_view::npos) continue;
-      dirs.insert("gen/" + std::string(rest.substr(0, slash)) + "/");
-    }
-    int deleted = 0;
-    for (const std::string& path : dirs) {
-      // "gen/<generation:020>-<8 hex>/"
-      uint64_t number = 0;
-      std::string_view digits = std::string_view(path).substr(4, 20);
-      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
-      if (ec != std::errc() || end != digits.data() + digits.size()) continue;
-      if (number > watermark || listed.count(path) || deleter->Pending(shard, path)) continue;
-      deleter->Delete(shard, path);
-      ++deleted;
-    }
-    return deleted;
+    if (!watermarks.ok() || !manifest.ok()) return;
+    deleter->Sweep(shard, lsm::WatermarkOf(*watermarks, shard), *manifest);
   }
 };
 
@@ -652,8 +346,7 @@ Result<std::unique_ptr<StorageBase>> StorageBase::Open(std::shared_ptr<ObjectSto
         "column '{}' is not the primary key of the store's base table", options.key_column));
   }
   auto impl = std::make_unique<Impl>(std::move(store), std::move(prefix), std::move(options),
-                                     std::move(base));
-  impl->key_index = key;
+                                     std::move(base), key);
   {
     MutexLock lock(impl->state_mutex);
     impl->current_schema = impl->base->schema();
@@ -702,7 +395,8 @@ Status StorageBase::DeleteKeys(const std::vector<expr::Scalar>& keys) {
   STRATA_RETURN_IF_ERROR(impl_->CheckWritable());
   if (keys.empty()) return Status::OK();
   SchemaPtr schema = impl_->Schema();
-  STRATA_ASSIGN_OR_RETURN(Array array, KeysToArray(keys, schema->field(impl_->key_index)->type()));
+  STRATA_ASSIGN_OR_RETURN(Array array,
+                          lsm::KeysToArray(keys, schema->field(impl_->key_index)->type()));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<lsm::ShardWriter> writer, impl_->GetWriter());
   Status status = writer->PutTombstones(array);
   if (status.code() == StatusCode::kFenced) {
@@ -728,7 +422,7 @@ Result<FlushOutcome> StorageBase::Flush() {
   FlushOutcome outcome = FlushOutcome::kNoop;
   Result<lsm::SealOutcome> sealed = lsm::SealOutcome::kNoop;
   {
-    int64_t start = SystemClock()->MonotonicNanos();
+    int64_t start = impl_->clock->MonotonicNanos();
     if (writer != nullptr) sealed = writer->Seal(/*wait=*/true);
     if (!sealed.ok()) {
       Increment(impl_->metrics.flush_errors);
@@ -748,7 +442,7 @@ Result<FlushOutcome> StorageBase::Flush() {
     }
     Histogram* h = impl_->metrics.flush_duration[static_cast<int>(outcome)];
     if (h != nullptr) {
-      h->Observe(static_cast<double>(SystemClock()->MonotonicNanos() - start) / 1e9);
+      h->Observe(static_cast<double>(impl_->clock->MonotonicNanos() - start) / 1e9);
     }
   }
   return outcome;
@@ -773,7 +467,7 @@ Result<std::vector<RecordBatch>> StorageBase::Scan(const ScanRequest& request) c
   options.filter = request.filter;
   options.offset = request.offset;
   options.limit = request.limit;
-  return impl_->ReadConsistent<std::vector<RecordBatch>>(
+  return impl_->Read<std::vector<RecordBatch>>(
       request.source, [&](const lsm::LsmView& view) { return lsm::LsmScan(view, options); });
 }
 
@@ -784,14 +478,14 @@ Result<RecordBatch> StorageBase::GetMany(const std::vector<expr::Scalar>& keys,
     return Status::InvalidArgument(
         fmt::format("{} keys requested; at most {} per call", keys.size(), lsm::kMaxGetKeys));
   }
-  return impl_->ReadConsistent<RecordBatch>(
+  return impl_->Read<RecordBatch>(
       source, [&](const lsm::LsmView& view) { return lsm::LsmGet(view, keys, columns); });
 }
 
 Result<int64_t> StorageBase::Count(ListSource source, std::string_view filter) const {
   std::string f(filter);
-  return impl_->ReadConsistent<int64_t>(
-      source, [&](const lsm::LsmView& view) { return lsm::LsmCount(view, f); });
+  return impl_->Read<int64_t>(source,
+                              [&](const lsm::LsmView& view) { return lsm::LsmCount(view, f); });
 }
 
 StoreObservation StorageBase::Observe() const {
@@ -799,7 +493,8 @@ StoreObservation StorageBase::Observe() const {
   std::shared_ptr<table::Table> base = impl_->Pinned();
   if (base == nullptr) {
     base = impl_->base;
-    (void)base->Refresh();
+    // Observe is best effort: on a failed refresh it reports the version already loaded.
+    base->Refresh().IgnoreError();
   }
   if (Result<table::TableStats> stats = base->Stats(); stats.ok()) {
     out.base_rows = stats->num_rows;
@@ -811,18 +506,13 @@ StoreObservation StorageBase::Observe() const {
     out.last_updated_micros = described->version.timestamp_micros;
   }
   if (impl_->Pinned() == nullptr) {
-    Result<std::vector<Uuid>> shards = lsm::ListShards(*impl_->store, impl_->prefix);
-    Result<Watermarks> watermarks = ReadWatermarks(base->metadata());
-    if (shards.ok() && watermarks.ok()) {
-      for (const Uuid& shard : *shards) {
-        lsm::ShardManifestStore manifests(impl_->store, impl_->prefix, shard);
-        Result<lsm::pb::ShardManifest> manifest = manifests.ReadLatest();
-        if (!manifest.ok()) continue;
-        uint64_t watermark = WatermarkOf(*watermarks, shard);
-        out.pending_generations += manifest->generations_size();
-        for (const lsm::pb::Generation& g : manifest->generations()) {
-          if (g.generation() > watermark) out.generation_rows += g.rows() - g.tombstones();
-        }
+    // Best effort: a damaged watermark or shard manifest leaves the pending figures at 0.
+    Result<lsm::Watermarks> watermarks = lsm::ReadWatermarks(base->metadata());
+    if (watermarks.ok()) {
+      if (Result<lsm::PendingSummary> pending = impl_->reader->SummarizePending(*watermarks);
+          pending.ok()) {
+        out.pending_generations = pending->generations;
+        out.generation_rows = pending->rows;
       }
     }
   }
@@ -834,18 +524,8 @@ StoreObservation StorageBase::Observe() const {
 
 Result<int64_t> StorageBase::PendingGenerations() const {
   if (impl_->Pinned() != nullptr) return int64_t{0};
-  STRATA_ASSIGN_OR_RETURN(std::vector<Uuid> shards, lsm::ListShards(*impl_->store, impl_->prefix));
-  int64_t total = 0;
-  for (const Uuid& shard : shards) {
-    lsm::ShardManifestStore manifests(impl_->store, impl_->prefix, shard);
-    Result<lsm::pb::ShardManifest> manifest = manifests.ReadLatest();
-    if (!manifest.ok()) {
-      if (manifest.status().IsNotFound()) continue;
-      return manifest.status();
-    }
-    total += manifest->generations_size();
-  }
-  return total;
+  STRATA_ASSIGN_OR_RETURN(lsm::PendingSummary pending, impl_->reader->SummarizePending({}));
+  return pending.generations;
 }
 
 Result<MergeReport> StorageBase::Impl::RunMerge(int min_generations, bool seal_first) {

@@ -1,0 +1,136 @@
+// Building read views and re-checking them (see read_view.h).
+#include "lsm/read_view.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "lsm/shard_manifest.h"
+#include "util/log.h"
+
+namespace strata::lsm {
+
+void SortNewestFirst(std::vector<std::shared_ptr<Generation>>& generations) {
+  std::sort(generations.begin(), generations.end(), [](const auto& a, const auto& b) {
+    const pb::Generation& x = a->entry();
+    const pb::Generation& y = b->entry();
+    if (x.sealed_at_micros() != y.sealed_at_micros()) {
+      return x.sealed_at_micros() > y.sealed_at_micros();
+    }
+    if (x.generation() != y.generation()) return x.generation() > y.generation();
+    return a->shard() > b->shard();
+  });
+}
+
+ReadViewSource::ReadViewSource(std::shared_ptr<ObjectStore> store, std::string prefix,
+                               std::shared_ptr<table::Table> base, int key_column,
+                               GenerationCache* generations, PendingGenerationLimits limits)
+    : store_(std::move(store)),
+      prefix_(std::move(prefix)),
+      base_(std::move(base)),
+      key_column_(key_column),
+      generations_(generations),
+      limits_(std::move(limits)) {}
+
+Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<table::Table>& pinned,
+                                       const MemTableSource& memtables) const {
+  ReadView out;
+  out.view.key_column = key_column_;
+  if (pinned != nullptr) {
+    out.view.base = pinned;
+    out.view.schema = pinned->schema();
+    out.pinned = true;
+    out.base_version = pinned->version();
+    return out;
+  }
+  STRATA_RETURN_IF_ERROR(base_->Refresh());
+  KeyValueMetadata metadata = base_->metadata();
+  out.base_version = base_->version();
+  STRATA_ASSIGN_OR_RETURN(out.watermarks, ReadWatermarks(metadata));
+  out.view.schema = base_->schema();
+  if (scope != ReadScope::kPending) out.view.base = base_;
+  if (scope == ReadScope::kBase) return out;
+
+  if (memtables) out.view.memtables = memtables();
+  STRATA_ASSIGN_OR_RETURN(std::vector<Uuid> shards, ListShards(*store_, prefix_));
+  int64_t total = 0;
+  std::vector<std::shared_ptr<Generation>> gens;
+  for (const Uuid& shard : shards) {
+    ShardManifestStore manifest_store(store_, prefix_, shard);
+    Result<pb::ShardManifest> manifest = manifest_store.ReadLatest();
+    if (!manifest.ok()) {
+      if (manifest.status().IsNotFound()) continue;
+      return manifest.status();
+    }
+    const int64_t pending = manifest->generations_size();
+    if (limits_.pending_per_shard != nullptr) {
+      limits_.pending_per_shard->Observe(static_cast<double>(pending));
+    }
+    if (limits_.max > 0 && pending > limits_.max) {
+      if (limits_.reads_refused != nullptr) limits_.reads_refused->Increment();
+      return Status::Unavailable(fmt::format(
+          "{}: shard {} has {} generations pending merge (cap {}); retry after the merge "
+          "catches up",
+          kPendingGenerationsExceededPrefix, shard.ToString(), pending, limits_.max));
+    }
+    if (limits_.warn > 0 && pending >= limits_.warn) {
+      LogWarning("store {}: shard {} has {} generations pending merge (warning at {})",
+                 limits_.store_label, shard.ToString(), pending, limits_.warn);
+    }
+    total += pending;
+    const uint64_t watermark = WatermarkOf(out.watermarks, shard);
+    for (const pb::Generation& entry : manifest->generations()) {
+      if (entry.generation() <= watermark) continue;
+      STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Generation> generation,
+                              generations_->Get(shard, entry));
+      gens.push_back(std::move(generation));
+    }
+  }
+  if (limits_.max > 0 && total > limits_.max) {
+    if (limits_.reads_refused != nullptr) limits_.reads_refused->Increment();
+    return Status::Unavailable(fmt::format(
+        "{}: {} generations pending merge across {} shards (cap {}); retry after the merge "
+        "catches up",
+        kPendingGenerationsExceededPrefix, total, shards.size(), limits_.max));
+  }
+  SortNewestFirst(gens);
+  out.view.generations = std::move(gens);
+  return out;
+}
+
+Result<bool> ReadViewSource::StillConsistent(const ReadView& view) const {
+  if (view.pinned) return true;
+  STRATA_ASSIGN_OR_RETURN(uint64_t latest, base_->LatestVersion());
+  if (latest == view.base_version) return true;
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> at, base_->Checkout(latest));
+  STRATA_ASSIGN_OR_RETURN(Watermarks now, ReadWatermarks(at->metadata()));
+  return now == view.watermarks;
+}
+
+Status ReadViewSource::RetriesExhausted(const Status& last) const {
+  if (!last.ok()) return last;
+  return Status::Busy(fmt::format(
+      "store changed during read ({} attempts: merges kept committing); retry the request",
+      kReadAttempts));
+}
+
+Result<PendingSummary> ReadViewSource::SummarizePending(const Watermarks& watermarks) const {
+  STRATA_ASSIGN_OR_RETURN(std::vector<Uuid> shards, ListShards(*store_, prefix_));
+  PendingSummary out;
+  for (const Uuid& shard : shards) {
+    ShardManifestStore manifests(store_, prefix_, shard);
+    Result<pb::ShardManifest> manifest = manifests.ReadLatest();
+    if (!manifest.ok()) {
+      if (manifest.status().IsNotFound()) continue;
+      return manifest.status();
+    }
+    const uint64_t watermark = WatermarkOf(watermarks, shard);
+    out.generations += manifest->generations_size();
+    for (const pb::Generation& g : manifest->generations()) {
+      if (g.generation() > watermark) out.rows += g.rows() - g.tombstones();
+    }
+  }
+  return out;
+}
+
+}  // namespace strata::lsm

@@ -1,0 +1,146 @@
+// Consistent read views of an LSM tree: which sources one read sees (the base version, each
+// shard's pending generations above the base's merge watermarks, the writer's own memtables)
+// and the re-check that makes a read's result consistent while merges commit beside it.
+//
+// Generations of all shards are ordered newest first by their order stamp
+// (pb::Generation.sealed_at_micros, a hybrid logical clock: docs/format/lsm.md §8), then
+// generation number, then shard id.
+//
+// Consistency: a view fixes a base version and reads the shard manifests after it. A merge
+// that commits while the view is read may move rows from a generation the view holds as
+// pending into a base version the view did not read (the rows then show once, from the
+// generation — fine) or delete the generation's files (the read fails with NotFound). After
+// a read, the view is still consistent when the newest base version records the same
+// watermarks as the view's; otherwise, or on NotFound, the read runs again on a fresh view
+// (kReadAttempts in all), and then fails with Busy. A result from an inconsistent view is
+// never returned.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lsm/generation.h"
+#include "lsm/layout.h"
+#include "lsm/lsm_read.h"
+#include "lsm/memtable.h"
+#include "strata/metrics.h"
+#include "strata/object_store.h"
+#include "strata/status.h"
+#include "strata/table.h"
+
+namespace strata::lsm {
+
+// Which part of the tree a read covers.
+enum class ReadScope {
+  kAll,      // base + pending generations + own memtables
+  kPending,  // pending generations + own memtables
+  kBase,     // base table only
+};
+
+// The cap on pending generations a read accepts, and where to report it.
+struct PendingGenerationLimits {
+  // Warn at this many pending generations of one shard; refuse (Unavailable, starting with
+  // kPendingGenerationsExceeded) past `max` in one shard or in total. 0 disables either.
+  int warn = 256;
+  int max = 4096;
+  std::string store_label;                 // names the store in the warning
+  Histogram* pending_per_shard = nullptr;  // observes each shard's count on each read
+  Counter* reads_refused = nullptr;        // counts refusals
+};
+
+// Shared prefix of the Unavailable message of a read refused past the cap.
+inline constexpr std::string_view kPendingGenerationsExceededPrefix =
+    "too many pending generations";
+
+// One read's sources and what is needed to re-check them.
+struct ReadView {
+  LsmView view;
+  uint64_t base_version = 0;
+  Watermarks watermarks;
+  bool pinned = false;  // a checked-out base version: no generations, no memtables
+};
+
+// Totals over every shard's latest manifest.
+struct PendingSummary {
+  int64_t generations = 0;  // listed in the shard manifests (merged-but-not-drained included)
+  int64_t rows = 0;         // live rows (rows - tombstones) of generations above the watermarks
+};
+
+// Builds views of the store at `prefix` whose base table is `base`. Thread safe (the base
+// table and the generation cache are).
+class ReadViewSource {
+ public:
+  // The writer's own memtables, newest first; called once per view, before any shard
+  // manifest is read, so a memtable published meanwhile is seen twice (harmless: newest
+  // wins) rather than not at all.
+  using MemTableSource = std::function<std::vector<std::shared_ptr<const MemTableSnapshot>>()>;
+
+  static constexpr int kReadAttempts = 3;
+
+  ReadViewSource(std::shared_ptr<ObjectStore> store, std::string prefix,
+                 std::shared_ptr<table::Table> base, int key_column, GenerationCache* generations,
+                 PendingGenerationLimits limits);
+
+  // The sources a read of `scope` sees now. With `pinned` (a checked-out version), only it.
+  // `memtables` may be empty (the view then has none).
+  Result<ReadView> Build(ReadScope scope, const std::shared_ptr<table::Table>& pinned,
+                         const MemTableSource& memtables) const;
+
+  // True when no merge committed since `view` was built (compactions and other commits do
+  // not matter to a view).
+  Result<bool> StillConsistent(const ReadView& view) const;
+
+  // Runs `read` on a fresh view until it succeeds on a view that is still consistent
+  // afterwards (see the top of this file).
+  template <typename T>
+  Result<T> Read(ReadScope scope, const std::shared_ptr<table::Table>& pinned,
+                 const MemTableSource& memtables,
+                 const std::function<Result<T>(const LsmView&)>& read) const {
+    Status last;
+    for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
+      Result<ReadView> view = Build(scope, pinned, memtables);
+      if (!view.ok()) {
+        if (view.status().IsNotFound() && attempt + 1 < kReadAttempts) {
+          last = view.status();
+          continue;
+        }
+        return view.status();
+      }
+      Result<T> result = read(view->view);
+      if (!result.ok()) {
+        if (result.status().IsNotFound() && !view->pinned && attempt + 1 < kReadAttempts) {
+          last = result.status();
+          continue;
+        }
+        return result.status();
+      }
+      if (scope == ReadScope::kBase && !view->pinned) return result;
+      Result<bool> consistent = StillConsistent(*view);
+      if (!consistent.ok()) return consistent.status();
+      if (*consistent) return result;
+    }
+    return RetriesExhausted(last);
+  }
+
+  // Pending generations and rows over every shard's latest manifest; generations above
+  // `watermarks` count towards `rows`.
+  Result<PendingSummary> SummarizePending(const Watermarks& watermarks) const;
+
+ private:
+  Status RetriesExhausted(const Status& last) const;
+
+  const std::shared_ptr<ObjectStore> store_;
+  const std::string prefix_;
+  const std::shared_ptr<table::Table> base_;
+  const int key_column_;
+  GenerationCache* const generations_;
+  const PendingGenerationLimits limits_;
+};
+
+// Orders `generations` newest first: by order stamp, then generation number, then shard.
+void SortNewestFirst(std::vector<std::shared_ptr<Generation>>& generations);
+
+}  // namespace strata::lsm
