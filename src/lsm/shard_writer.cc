@@ -3,6 +3,7 @@
 // generations and publishes them in the shard manifest (see shard_writer.h).
 #include "lsm/shard_writer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "lsm/key.h"
 #include "lsm/layout.h"
 #include "strata/ipc.h"
+#include "util/log.h"
 #include "util/mutex.h"
 
 namespace strata::lsm {
@@ -301,6 +303,32 @@ struct ShardWriter::Impl {
     return true;
   }
 
+  // The highest order stamp of the other shards' pending generations (0 when none): a seal
+  // stamps its generation above it, so a write made after another shard's generation was
+  // published wins over it whatever the two writers' clocks say (docs/format/lsm.md §8). A
+  // shard whose manifest cannot be read is skipped with a warning: its reads fail anyway,
+  // and this writer keeps sealing.
+  Result<int64_t> NewestStampOfOtherShards() {
+    STRATA_ASSIGN_OR_RETURN(std::vector<Uuid> shards, ListShards(*store, prefix));
+    int64_t newest = 0;
+    for (const Uuid& other : shards) {
+      if (other == shard) continue;
+      Result<pb::ShardManifest> manifest =
+          ShardManifestStore(store, prefix, other, options.clock).ReadLatest();
+      if (!manifest.ok()) {
+        if (!manifest.status().IsNotFound()) {
+          LogWarning("shard {}: seal stamp ignores shard {}: {}", shard.ToString(),
+                     other.ToString(), manifest.status().ToString());
+        }
+        continue;
+      }
+      for (const pb::Generation& g : manifest->generations()) {
+        newest = std::max(newest, g.sealed_at_micros());
+      }
+    }
+    return newest;
+  }
+
   // Writes the generation of `snapshot` and publishes it: generation entry with wal_end,
   // current_generation + 1, replay_after = `replay_after`. OK without writing when the
   // manifest already covers `wal_end` (an earlier attempt published it but reported an
@@ -322,6 +350,7 @@ struct ShardWriter::Impl {
                                  : WriteGeneration(store, prefix, shard, g, snapshot,
                                                    options.generation_options, options.clock));
     *entry.mutable_wal_end() = wal_end;
+    STRATA_ASSIGN_OR_RETURN(const int64_t others, NewestStampOfOtherShards());
     STRATA_ASSIGN_OR_RETURN(
         pb::ShardManifest written,
         manifests.Update(epoch, "seal", [&](pb::ShardManifest& m) -> Status {
@@ -331,12 +360,15 @@ struct ShardWriter::Impl {
                                    std::to_string(m.current_generation()) + ")");
           }
           pb::Generation added = entry;
-          // Readers order generations by seal time: keep it increasing within the shard
-          // even if the clock steps back.
+          // The order stamp (a hybrid logical clock): the seal time, raised past every
+          // stamp this writer has seen — its shard's newest generation (so stamps increase
+          // within a shard even if the clock steps back) and the other shards' (so a later
+          // write wins across writers whose clocks disagree).
+          int64_t seen = others;
           if (m.generations_size() > 0) {
-            const int64_t previous = m.generations(m.generations_size() - 1).sealed_at_micros();
-            if (added.sealed_at_micros() <= previous) added.set_sealed_at_micros(previous + 1);
+            seen = std::max(seen, m.generations(m.generations_size() - 1).sealed_at_micros());
           }
+          if (added.sealed_at_micros() <= seen) added.set_sealed_at_micros(seen + 1);
           *m.add_generations() = std::move(added);
           m.set_current_generation(g + 1);
           *m.mutable_replay_after() = replay_after;

@@ -10,6 +10,7 @@
 
 #include "store/store_test_util.h"
 #include "strata/builder.h"
+#include "util/clock.h"
 
 namespace strata::store {
 namespace {
@@ -122,6 +123,48 @@ TEST_F(StorageBaseTest, GenerationCompressionAppliesToGenerationsAndRowsReadBack
   }
   EXPECT_LT(bytes[ipc::Compression::kLz4Frame], bytes[ipc::Compression::kNone]);
   EXPECT_LT(bytes[ipc::Compression::kZstd], bytes[ipc::Compression::kNone]);
+}
+
+// Two writers on one store whose clocks disagree: B's runs 10 minutes behind A's. B's write,
+// made after A's was published, must win, although B's seal time reads earlier.
+TEST_F(StorageBaseTest, LaterWriteWinsAcrossShardsWhenItsWriterClockIsBehind) {
+  constexpr int64_t kNow = 1'760'000'000'000'000;
+  constexpr int64_t kTenMinutes = int64_t{600} * 1'000'000;
+  ManualClock clock_a(kNow);
+  ManualClock clock_b(kNow - kTenMinutes);
+  StorageBaseOptions a_options;
+  a_options.shard_id = "writer-a";
+  a_options.clock = &clock_a;
+  StorageBaseOptions b_options;
+  b_options.shard_id = "writer-b";
+  b_options.clock = &clock_b;
+  ASSERT_OK_AND_ASSIGN(auto a, OpenBase(a_options));
+  ASSERT_OK_AND_ASSIGN(auto b, OpenBase(b_options));
+
+  ASSERT_OK(a->Put({Items({{"k", "from-a", 1}, {"only-a", "a", 1}})}));
+  ASSERT_OK(a->Flush().status());
+  clock_a.Advance(std::chrono::seconds(1));
+  clock_b.Advance(std::chrono::seconds(1));
+  ASSERT_OK(b->Put({Items({{"k", "from-b", 2}})}));
+  ASSERT_OK(b->Flush().status());
+
+  ASSERT_OK_AND_ASSIGN(auto reader, OpenBase());
+  ASSERT_OK_AND_ASSIGN(auto scanned, reader->Scan({}));
+  auto rows = Rows(scanned);
+  EXPECT_EQ(rows["k"].first, "from-b");
+  EXPECT_EQ(rows["only-a"].first, "a");
+  ASSERT_OK_AND_ASSIGN(RecordBatch got, reader->GetMany({expr::Scalar::String("k")}));
+  ASSERT_EQ(got.num_rows(), 1);
+  EXPECT_EQ(got.column(1).StringValue(0), "from-b");
+  ASSERT_OK_AND_ASSIGN(int64_t from_b, reader->Count(ListSource::kAll, "status = 'from-b'"));
+  EXPECT_EQ(from_b, 1);
+
+  // And again the other way round: A writes after B, with the clock that is ahead.
+  ASSERT_OK(a->Put({Items({{"k", "from-a-again", 3}})}));
+  ASSERT_OK(a->Flush().status());
+  ASSERT_OK_AND_ASSIGN(RecordBatch again, reader->GetMany({expr::Scalar::String("k")}));
+  ASSERT_EQ(again.num_rows(), 1);
+  EXPECT_EQ(again.column(1).StringValue(0), "from-a-again");
 }
 
 TEST_F(StorageBaseTest, TombstonesHideKeysUntilANewerPut) {
