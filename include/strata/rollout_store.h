@@ -8,6 +8,17 @@
 // newest row wins. Reads go through StorageBase's consistent LSM reads (base table +
 // pending generations, newest wins per id).
 //
+// Thread safety: as StorageBase (include/strata/storage_base.h), which holds all the state:
+// one handle may be shared by any number of threads and every method but the destructor may
+// be called concurrently; the passthroughs (Flush, merges, Compact, Checkout, ...) keep
+// StorageBase's serialisation and pinning rules, and two handles or processes with the same
+// shard_id fence each other's writes. Add is StorageBase::Put. List and GetTrajectory are
+// one consistent StorageBase read each. ListFiltered reads the page's ids, then their rows:
+// two reads, retried (3 attempts, then Busy) when a merge moved rows between them. GetById
+// and GetBlob with ListSource::kAll read the base table, then the pending generations, as
+// two separate reads, not retried: a merge that folds the row's generation into the base
+// between the two can make them report the row absent.
+//
 // Errors as StorageBase: InvalidArgument for bad input (nothing written), Fenced, Unavailable
 // past the pending-generation cap, Busy for a read that kept racing merges.
 #pragma once

@@ -20,6 +20,35 @@
 // only the owner of a shard merges it). Compaction of the base runs beside merges and
 // appends; one compactor at a time per handle.
 //
+// Thread safety: one handle may be shared by any number of threads, and every method but
+// the destructor may be called concurrently. Puts and DeleteKeys from many threads share
+// WAL appends and syncs (group commit) and enter the memtable in WAL order; full memtables
+// are sealed, and merged generations deleted, on background threads. Reads (Scan, GetMany,
+// Count, Observe, PendingGenerations) hold no lock while they do I/O and do not wait for
+// puts, merges or compactions (with read_own_writes, only for a writer being opened, which
+// replays the WAL); each builds its own view (base version, shard manifests, own memtable
+// snapshot). On one handle, merges are serialised (MaybeMerge and Cleanup wait for each
+// other) and so are Compact and Repair; a merge and a compaction may run at the same time,
+// and a merge whose base commit conflicts with the compaction prepares again (3 attempts,
+// then Busy). Checkout pins the handle for every later call: reads already running finish
+// on the view they built (one that must retry builds its next view at the pinned version),
+// later reads see the pinned base version only, and Put, DeleteKeys, OpenWriter,
+// MaybeMerge, Cleanup, Compact and Repair fail with InvalidArgument until RefreshLatest (a
+// write that passed that check before the pin completes normally); Flush and Close still
+// seal what was written. RefreshLatest unpins and moves the handle to the newest base
+// version. A write that races with Close may fail with InvalidArgument ("writer closed"); a
+// write after Close opens a new writer, claiming the shard again.
+//
+// Several handles, in one process or many, may share a store. They hold no locks on each
+// other: their base commits (merges, compactions) race optimistically as table.h describes,
+// and handles with different shard_ids write independently. Handles with the same shard_id
+// fence each other: opening a writer claims a new epoch, so the previous owner's next Put
+// or DeleteKeys sees Fenced, reopens its writer once (claiming again, which fences the
+// other handle in turn) and retries once, returning Fenced if that fails too. A fenced
+// writer never acknowledges a write that the new owner's replay did not see. A merge that
+// overlaps a change of its shard's owner fails with Fenced; of two merges of the same
+// generations, one commits to the base and the other only drains.
+//
 // Errors: InvalidArgument for bad input (nothing written), Fenced when another writer
 // claimed this shard (Put reopens the writer and retries once first), Unavailable for
 // reads refused past the pending-generation cap (retry after merges catch up), Busy for

@@ -1,5 +1,6 @@
 // Internals shared by the Arrow IPC files: layout plans, schema <-> flatbuffer conversion,
-// message framing, body compression and batch decoding (not part of the public API).
+// message framing, body compression and batch decoding (not part of the public API). The
+// bytes they produce and accept: docs/format/arrow-ipc.md.
 //
 // A LayoutPlan flattens a schema the way IPC record batches do: one node per array in a
 // pre-order walk over the columns and their children, with a fixed number of buffers per

@@ -1,5 +1,6 @@
 // Bloom filters over encoded keys, sized by the number of keys (a generation's filter is
-// built for exactly its rows), stored as "bloom.bin" beside a generation table.
+// built for exactly its rows), stored as "bloom.bin" beside a generation table
+// (docs/format/lsm.md §6.2).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // Generations: a sealed memtable written as a small table of its own (one fragment, key
 // index included) under the shard directory, plus a bloom filter of its keys. Immutable
-// once written; listed in the shard manifest until merged into the base table.
+// once written; listed in the shard manifest until merged into the base table
+// (docs/format/lsm.md §6).
 //
 // A generation table's schema is the shard schema with every non-key column nullable and
 // one more column, kTombstoneColumn (bool), true for a deletion (null, in generations linked

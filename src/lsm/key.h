@@ -1,5 +1,5 @@
 // Primary keys as bytes: every LSM structure (memtable index, dedup, bloom filters, merge)
-// compares full encoded keys, never hashes alone.
+// compares full encoded keys, never hashes alone (docs/format/lsm.md §4).
 //
 // Encoding (order-preserving within one key type): utf8 / large_utf8 / binary: the raw
 // bytes; signed integers and timestamps: 8 bytes big-endian with the sign bit flipped;

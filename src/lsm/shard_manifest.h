@@ -1,6 +1,6 @@
 // The shard manifest chain: versions 1, 2, ... of one shard's manifest, each an immutable
 // object created with PutIfAbsent (layout.h keys, envelope kind "SHRD"). The chain is
-// gap-free: version N+1 is always built from version N.
+// gap-free: version N+1 is always built from version N (docs/format/lsm.md §3).
 //
 // Epochs: Claim() makes a new writer the shard's owner by writing a version with
 // writer_epoch = stored + 1. A writer may change the manifest only while its epoch equals

@@ -1,5 +1,6 @@
 // Internals of the shard WAL (wal.h) shared by wal.cc (record framing, the writer, replay)
 // and wal_file.cc (what is particular to format 2 segments, which are also Arrow IPC files).
+// Byte layout of both segment formats: docs/format/lsm.md §5.
 #pragma once
 
 #include <cstdint>

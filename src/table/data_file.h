@@ -1,5 +1,6 @@
 // Fragment data files: Arrow IPC files whose every byte range (header, each batch, footer)
-// is checksummed in the manifest, so a reader verifies exactly the bytes it uses.
+// is checksummed in the manifest, so a reader verifies exactly the bytes it uses
+// (docs/format/table.md §5).
 //
 // DataFileWriter cuts incoming rows into batches bounded by rows and bytes and records
 // per-batch column statistics; DataFileReader reads (projected) batches and verifies each

@@ -1,5 +1,5 @@
 // Deletion vectors: the set of deleted row offsets of one fragment, stored as a portable
-// Roaring bitmap inside the strata envelope (kind "DELV").
+// Roaring bitmap inside the strata envelope (kind "DELV"; docs/format/table.md §6.1).
 #pragma once
 
 #include <cstdint>

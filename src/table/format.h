@@ -1,6 +1,7 @@
 // Table format basics: object keys, the checksummed envelope every strata-written table
 // object (manifest, deletion file, key segment) is stored in, schema <-> manifest
-// conversion, and Snapshot, a decoded manifest with the lookups readers need.
+// conversion, and Snapshot, a decoded manifest with the lookups readers need. Byte layouts:
+// docs/format/table.md §2 (keys), §3 (envelope), §4 (manifest).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// Key index segments: sorted (key, local row address) pairs for the primary-key column.
+// Key index segments: sorted (key, local row address) pairs for the primary-key column
+// (byte layout: docs/format/table.md §6.2).
 //
 // A segment covers the fragments listed in its manifest entry (pb::KeySegment). Entries
 // name a fragment by its position in that list ("local fragment"), not by its id, so a
