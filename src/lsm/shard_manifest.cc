@@ -18,7 +18,7 @@
 
 #include "fmt/format.h"
 #include "lsm/layout.h"
-#include "table/format.h"
+#include "util/envelope.h"
 
 namespace strata::lsm {
 namespace {
@@ -63,14 +63,14 @@ void Backoff(Clock* clock, int attempt) {
 std::string EncodeShardManifest(const pb::ShardManifest& manifest) {
   std::string payload;
   manifest.SerializeToString(&payload);
-  return table::internal::EncodeEnvelope(kShardManifestKind, payload);
+  return EncodeEnvelope(kShardManifestKind, payload);
 }
 
 Result<pb::ShardManifest> DecodeShardManifest(std::string_view bytes, std::string_view what,
                                               uint64_t expected_version,
                                               const Uuid& expected_shard) {
   STRATA_ASSIGN_OR_RETURN(std::string_view payload,
-                          table::internal::DecodeEnvelope(kShardManifestKind, bytes, what));
+                          DecodeEnvelope(kShardManifestKind, bytes, what));
   pb::ShardManifest manifest;
   if (!manifest.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
     return Status::Corruption(fmt::format("{}: shard manifest protobuf does not parse", what));
