@@ -44,6 +44,8 @@ namespace strata::table {
 // The key is "unenforced": appends do not check uniqueness. At most one column; it must be
 // non-nullable and of type utf8, large_utf8, int8..int64, uint8..uint32 or timestamp.
 inline constexpr std::string_view kPrimaryKeyMetadata = "strata:primary-key";
+// Whether a column of `type` can be the primary key (the types listed above).
+bool IsPrimaryKeyType(const DataType& type);
 
 // Name of the column Scan() adds when ScanOptions::with_row_address is set (uint64).
 inline constexpr std::string_view kRowAddressColumn = "_rowaddr";

@@ -1,5 +1,5 @@
-// Bloom filters over encoded keys (bloom.h): built once per generation, stored in the table
-// envelope as "bloom.bin", consulted by point lookups to skip generations.
+// Bloom filters over encoded keys (bloom.h): built once per generation, stored in the checksummed
+// envelope (util/envelope.h) as "bloom.bin", consulted by point lookups to skip generations.
 #include "lsm/bloom.h"
 
 #include <algorithm>
@@ -7,8 +7,8 @@
 
 #include "fmt/format.h"
 #include "lsm/layout.h"
-#include "table/format.h"
 #include "util/checksum.h"
+#include "util/envelope.h"
 #include "util/little_endian.h"
 
 namespace strata::lsm {
@@ -72,12 +72,11 @@ std::string BloomFilter::Serialize() const {
   PutFixed32(&payload, 0);
   PutFixed64(&payload, static_cast<uint64_t>(bit_count()));
   for (uint64_t word : bits_) PutFixed64(&payload, word);
-  return table::internal::EncodeEnvelope(kBloomKind, payload);
+  return EncodeEnvelope(kBloomKind, payload);
 }
 
 Result<BloomFilter> BloomFilter::Parse(std::string_view bytes, std::string_view what) {
-  STRATA_ASSIGN_OR_RETURN(std::string_view payload,
-                          table::internal::DecodeEnvelope(kBloomKind, bytes, what));
+  STRATA_ASSIGN_OR_RETURN(std::string_view payload, DecodeEnvelope(kBloomKind, bytes, what));
   if (payload.size() < kHeaderBytes) {
     return Status::Corruption(
         fmt::format("{}: bloom filter payload of {} bytes is shorter than its {}-byte header", what,

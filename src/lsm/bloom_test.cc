@@ -11,7 +11,7 @@
 #include "lsm/layout.h"
 #include "support/status_assertions.h"
 #include "support/temp_dir.h"
-#include "table/format.h"
+#include "util/envelope.h"
 #include "util/little_endian.h"
 
 namespace strata::lsm {
@@ -101,7 +101,7 @@ TEST(BloomTest, ValidEnvelopeWithBadPayloadIsCorruption) {
     PutFixed32(&p, reserved);
     PutFixed64(&p, bits);
     p.append(words * 8, '\xff');
-    return table::internal::EncodeEnvelope(kBloomKind, p);
+    return EncodeEnvelope(kBloomKind, p);
   };
   ASSERT_OK(BloomFilter::Parse(payload(3, 0, 128, 2), "ok").status());
   EXPECT_TRUE(BloomFilter::Parse(payload(0, 0, 128, 2), "p").status().IsCorruption());
@@ -110,13 +110,10 @@ TEST(BloomTest, ValidEnvelopeWithBadPayloadIsCorruption) {
   EXPECT_TRUE(BloomFilter::Parse(payload(3, 0, 192, 2), "p").status().IsCorruption());
   EXPECT_TRUE(BloomFilter::Parse(payload(3, 0, 100, 2), "p").status().IsCorruption());
   EXPECT_TRUE(BloomFilter::Parse(payload(3, 0, 0, 0), "p").status().IsCorruption());
-  EXPECT_TRUE(BloomFilter::Parse(table::internal::EncodeEnvelope(kBloomKind, "short"), "p")
-                  .status()
-                  .IsCorruption());
+  EXPECT_TRUE(BloomFilter::Parse(EncodeEnvelope(kBloomKind, "short"), "p").status().IsCorruption());
   // Another kind's envelope is not a bloom filter.
-  EXPECT_TRUE(BloomFilter::Parse(table::internal::EncodeEnvelope(kShardManifestKind, ""), "p")
-                  .status()
-                  .IsCorruption());
+  EXPECT_TRUE(
+      BloomFilter::Parse(EncodeEnvelope(kShardManifestKind, ""), "p").status().IsCorruption());
 }
 
 TEST(BloomTest, TinyAndEmptyFilters) {

@@ -12,7 +12,8 @@
 #include "fmt/format.h"
 #include "lsm/layout.h"
 #include "strata/builder.h"
-#include "table/table_internal.h"
+#include "strata/table.h"
+#include "table/linked_fragments.h"
 
 namespace strata::lsm {
 
@@ -124,37 +125,27 @@ std::vector<SegmentBatches> GroupBySegment(const MemTableSnapshot& snapshot) {
   return groups;
 }
 
-// One segment of the snapshot linked into the generation table at `prefix` as local
-// fragment `local`: the fragment (data file, deletion file) and its keys added to `keys`.
-// `keep` and `live_keys` as in WriteLinkedGeneration.
-Result<table::pb::Fragment> LinkSegment(ObjectStore& store, const std::string& store_prefix,
-                                        const Uuid& shard, const std::string& prefix,
-                                        const MemTableSnapshot& snapshot,
-                                        const SegmentBatches& group,
-                                        const std::vector<std::vector<int64_t>>& keep,
-                                        uint32_t local, table::internal::KeySegmentBuilder& keys,
-                                        std::vector<std::string>& live_keys) {
+// One segment of the snapshot linked into the generation table being written by `writer`
+// as its next fragment: the data file, the rows to leave out, the keys. `keep` and
+// `live_keys` as in WriteLinkedGeneration.
+Status LinkSegment(ObjectStore& store, const std::string& store_prefix, const Uuid& shard,
+                   const std::string& prefix, const MemTableSnapshot& snapshot,
+                   const SegmentBatches& group, const std::vector<std::vector<int64_t>>& keep,
+                   table::LinkedFragmentWriter& writer, std::vector<std::string>& live_keys) {
   const std::string segment_key = WalSegmentKey(store_prefix, shard, group.epoch, group.segment);
   const std::string data_path =
       fmt::format("data/wal-{:020}-{:010}.arrow", group.epoch, group.segment);
   STRATA_RETURN_IF_ERROR(store.Copy(segment_key, prefix + data_path)
                              .WithContext("linking WAL segment " + segment_key));
-  const Schema& shard_schema = *snapshot.schema();
-  std::vector<int32_t> field_ids;
-  // A new table numbers its fields 0, 1, ... in schema order, and the generation schema
-  // starts with the shard's columns.
-  for (int i = 0; i < shard_schema.num_fields(); ++i) field_ids.push_back(i);
-  STRATA_ASSIGN_OR_RETURN(table::pb::DataFile file,
-                          table::internal::DescribeDataFile(store, prefix, data_path, shard_schema,
-                                                            std::move(field_ids)));
+  STRATA_ASSIGN_OR_RETURN(std::vector<table::LinkedFragmentWriter::FileBatch> file_batches,
+                          writer.AddFile(data_path, *snapshot.schema()));
   // The segment's batches are the non-empty batches of its rows records in order; those of
   // the snapshot are the ones whose message ends inside the snapshot's records.
-  table::internal::DeletionVector deleted;
   int64_t row = 0;
   size_t next = 0;
-  for (const table::pb::BatchInfo& info : file.batches()) {
-    const int64_t message_end = info.region().offset() + info.region().length();
-    const int64_t n = info.num_rows();
+  for (const table::LinkedFragmentWriter::FileBatch& info : file_batches) {
+    const int64_t message_end = info.message_end;
+    const int64_t n = info.rows;
     if (message_end > group.first_record && message_end <= group.end) {
       if (next == group.batches.size()) {
         return Status::Internal(
@@ -169,19 +160,18 @@ Result<table::pb::Fragment> LinkSegment(ObjectStore& store, const std::string& s
             fmt::format("WAL segment {}: a batch ending at {} has {} rows, the memtable's {}",
                         segment_key, message_end, n, batch.batch.num_rows()));
       }
-      STRATA_RETURN_IF_ERROR(
-          keys.Add(local, static_cast<uint32_t>(row), batch.batch.column(snapshot.key_column())));
+      STRATA_RETURN_IF_ERROR(writer.AddKeys(row, batch.batch.column(snapshot.key_column())));
       size_t k = 0;
       for (int64_t r = 0; r < n; ++r) {
         if (k < keep[b].size() && keep[b][k] == r) {
           live_keys.push_back(batch.keys[static_cast<size_t>(r)]);
           ++k;
         } else {
-          deleted.Add(static_cast<uint32_t>(row + r));
+          STRATA_RETURN_IF_ERROR(writer.DeleteRows(row + r, 1));
         }
       }
     } else {
-      deleted.AddRange(static_cast<uint32_t>(row), static_cast<uint32_t>(row + n));
+      STRATA_RETURN_IF_ERROR(writer.DeleteRows(row, n));
     }
     row += n;
   }
@@ -189,15 +179,7 @@ Result<table::pb::Fragment> LinkSegment(ObjectStore& store, const std::string& s
     return Status::Internal(fmt::format("WAL segment {} holds {} of the memtable's {} batches",
                                         segment_key, next, group.batches.size()));
   }
-  table::pb::Fragment fragment;
-  *fragment.add_files() = std::move(file);
-  fragment.set_physical_rows(row);
-  if (!deleted.empty()) {
-    STRATA_ASSIGN_OR_RETURN(
-        *fragment.mutable_deletion(),
-        table::internal::WriteDeletionFile(store, prefix, local, 1, row, deleted));
-  }
-  return fragment;
+  return Status::OK();
 }
 
 // bloom.bin and the manifest entry, once the generation table is complete.
@@ -301,26 +283,19 @@ Result<pb::Generation> WriteLinkedGeneration(const std::shared_ptr<ObjectStore>&
   STRATA_ASSIGN_OR_RETURN(
       std::shared_ptr<table::Table> table,
       table::Table::Create(store, prefix, GenerationSchema(*shard_schema, key_column), options));
-  STRATA_ASSIGN_OR_RETURN(
-      table::internal::KeyKind kind,
-      table::internal::KeyKindForType(*shard_schema->field(key_column)->type()));
-  table::internal::KeySegmentBuilder keys(kind);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<table::LinkedFragmentWriter> writer,
+                          table::LinkedFragmentWriter::Make(store, prefix, table));
   std::vector<std::string> live_keys;
   live_keys.reserve(static_cast<size_t>(snapshot.rows()));
-  table::internal::WrittenFragments written;
-  std::vector<uint32_t> locals;
   for (const SegmentBatches& group : GroupBySegment(snapshot)) {
-    const auto local = static_cast<uint32_t>(written.fragments.size());
-    STRATA_ASSIGN_OR_RETURN(table::pb::Fragment fragment,
-                            LinkSegment(*store, store_prefix, shard, prefix, snapshot, group, keep,
-                                        local, keys, live_keys));
-    written.fragments.push_back(std::move(fragment));
-    locals.push_back(local);
+    STRATA_RETURN_IF_ERROR(LinkSegment(*store, store_prefix, shard, prefix, snapshot, group, keep,
+                                       *writer, live_keys));
   }
-  STRATA_ASSIGN_OR_RETURN(written.key_segment, keys.Finish(*store, prefix, locals));
-  written.rows = static_cast<int64_t>(live_keys.size());
-  STRATA_RETURN_IF_ERROR(
-      table::internal::AppendWrittenFragments(*table, std::move(written)).status());
+  STRATA_ASSIGN_OR_RETURN(table::AppendResult appended, writer->Commit());
+  if (appended.rows != static_cast<int64_t>(live_keys.size())) {
+    return Status::Internal(fmt::format("generation {}: linked {} live rows, expected {}", path,
+                                        appended.rows, live_keys.size()));
+  }
   return FinishGeneration(*store, prefix, path, generation, live_keys,
                           static_cast<int64_t>(live_keys.size()), 0, clock);
 }

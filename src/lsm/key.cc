@@ -7,7 +7,7 @@
 
 #include "fmt/format.h"
 #include "strata/builder.h"
-#include "table/key_index.h"
+#include "strata/table.h"
 
 namespace strata::lsm {
 namespace {
@@ -106,7 +106,7 @@ std::string EncodeRow(const Array& column, int64_t row) {
 
 }  // namespace
 
-bool IsSupportedKeyType(const DataType& type) { return table::internal::KeyKindForType(type).ok(); }
+bool IsSupportedKeyType(const DataType& type) { return table::IsPrimaryKeyType(type); }
 
 Result<std::vector<std::string>> EncodeKeys(const Array& column, std::string_view column_name) {
   if (!IsSupportedKeyType(*column.type())) {

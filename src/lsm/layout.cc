@@ -1,6 +1,7 @@
 // Object keys and small shared helpers of the lsm layer (see layout.h).
 #include "lsm/layout.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <tuple>
@@ -26,6 +27,10 @@ std::string ShardManifestKey(std::string_view store_prefix, const Uuid& shard, u
   return fmt::format("{}manifest/{:020}.shard", ShardDir(store_prefix, shard), version);
 }
 
+std::string ShardManifestDir(std::string_view store_prefix, const Uuid& shard) {
+  return ShardDir(store_prefix, shard) + "manifest/";
+}
+
 std::string ShardLatestHintKey(std::string_view store_prefix, const Uuid& shard) {
   return ShardDir(store_prefix, shard) + "manifest/_latest_hint";
 }
@@ -42,6 +47,18 @@ bool ParseDecimal(std::string_view text, uint64_t& out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 }  // namespace
+
+std::optional<uint64_t> ParseShardManifestName(std::string_view name) {
+  constexpr std::string_view kSuffix = ".shard";
+  if (name.size() != 20 + kSuffix.size() || name.substr(20) != kSuffix) return std::nullopt;
+  const std::string_view digits = name.substr(0, 20);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  uint64_t version = 0;
+  if (!ParseDecimal(digits, version)) return std::nullopt;
+  return version;
+}
 
 std::optional<std::pair<uint64_t, uint64_t>> ParseWalSegmentName(std::string_view name) {
   constexpr std::string_view kSuffix = ".wal";

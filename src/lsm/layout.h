@@ -42,7 +42,11 @@ Uuid DeriveShardId(std::string_view instance_id);
 std::string ShardDir(std::string_view store_prefix, const Uuid& shard);
 std::string ShardRegistryKey(std::string_view store_prefix, const Uuid& shard);
 std::string ShardManifestKey(std::string_view store_prefix, const Uuid& shard, uint64_t version);
+// "<P>_lsm/<uuid>/manifest/": the manifest versions and the hint.
+std::string ShardManifestDir(std::string_view store_prefix, const Uuid& shard);
 std::string ShardLatestHintKey(std::string_view store_prefix, const Uuid& shard);
+// Parses the file name part of a manifest version key ("<version:020>.shard").
+std::optional<uint64_t> ParseShardManifestName(std::string_view name);
 std::string WalSegmentKey(std::string_view store_prefix, const Uuid& shard, uint64_t epoch,
                           uint64_t segment);
 // Parses the file name part of a WAL segment key ("<epoch:020>-<segment:010>.wal").

@@ -1,24 +1,28 @@
 // The shard manifest chain (shard_manifest.h): immutable versions created with
-// PutIfAbsent, the writer epoch that fences stale owners, and latest-version discovery by
-// hint plus forward probing.
+// PutIfAbsent, the writer epoch that fences stale owners, latest-version discovery
+// (io/version_chain.h: hint, bounded forward probe, listing) and cleanup of old versions.
 //
 // Invariants:
-// - Version N+1 is only ever built from a decoded version N, so the chain has no gaps and
-//   every successful write saw everything before it.
+// - Version N+1 is only ever built from a decoded version N, so the chain has no gaps above
+//   its oldest surviving version and every successful write saw everything before it.
 // - writer_epoch changes only in Claim, and only to (epoch of the version it builds on) + 1;
 //   of two claimers building on the same version exactly one wins the PutIfAbsent, so no
 //   two writers ever hold the same epoch.
+// - Versions are deleted oldest first and only ever below the newest retained ones. A write
+//   counts only if its base still exists after its put succeeded: cleanup deletes a version
+//   after its predecessor, so an existing base proves the slot had never been deleted (a put
+//   into a deleted slot would otherwise resurrect a version behind the chain).
 // - The hint is advisory: written after successful writes, never trusted beyond "start
-//   probing here". A hint that names a missing version is ignored.
+//   probing here". A hint that names a missing version makes the reader list the chain.
 #include "lsm/shard_manifest.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 
 #include "fmt/format.h"
+#include "io/version_chain.h"
 #include "lsm/layout.h"
-#include "table/format.h"
+#include "util/envelope.h"
 
 namespace strata::lsm {
 namespace {
@@ -30,32 +34,25 @@ std::string ShardIdBytes(const Uuid& shard) {
   return std::string(reinterpret_cast<const char*>(shard.bytes().data()), Uuid::kSize);
 }
 
-// The hint's version; 0 when it is missing, unreadable or not a number.
-uint64_t ReadHint(ObjectStore& store, const std::string& key) {
-  Result<Buffer> bytes = store.Get(key);
-  if (!bytes.ok()) return 0;
-  std::string_view text = bytes->view();
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  uint64_t version = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return 0;
-  return version;
-}
+// Backoff between update attempts: 100us .. 12.8ms, full jitter.
+constexpr io::BackoffPolicy kUpdateBackoff{std::chrono::microseconds(100),
+                                           std::chrono::microseconds(12'800)};
+// ReadLatest attempts when the version it found is deleted before it is read (cleanup moved
+// on by kRetainedShardManifestVersions versions in between).
+constexpr int kReadAttempts = 4;
 
-Result<bool> VersionExists(ObjectStore& store, const std::string& key) {
-  Result<ObjectMeta> meta = store.Head(key);
-  if (meta.ok()) return true;
-  if (meta.status().IsNotFound()) return false;
-  return meta.status();
-}
-
-// Sleeps a little before retrying a lost race: exponential with full jitter, so racing
-// writers spread out instead of colliding again in lockstep.
-void Backoff(Clock* clock, int attempt) {
-  const int64_t cap_micros = int64_t{100} << std::min(attempt, 7);  // 100us .. 12.8ms
-  const auto jitter =
-      static_cast<int64_t>(SystemRandom()->Uniform(static_cast<uint64_t>(cap_micros)));
-  clock->SleepFor(std::chrono::microseconds(jitter + 1));
+io::VersionChainLayout ChainLayout(const std::string& prefix, const Uuid& shard) {
+  io::VersionChainLayout layout;
+  layout.hint_key = ShardLatestHintKey(prefix, shard);
+  layout.versions_dir = ShardManifestDir(prefix, shard);
+  layout.version_key = [prefix, shard](uint64_t version) {
+    return ShardManifestKey(prefix, shard, version);
+  };
+  layout.parse_version_key = [dir = layout.versions_dir](std::string_view key) {
+    if (key.substr(0, dir.size()) != dir) return std::optional<uint64_t>();
+    return ParseShardManifestName(key.substr(dir.size()));
+  };
+  return layout;
 }
 
 }  // namespace
@@ -63,14 +60,14 @@ void Backoff(Clock* clock, int attempt) {
 std::string EncodeShardManifest(const pb::ShardManifest& manifest) {
   std::string payload;
   manifest.SerializeToString(&payload);
-  return table::internal::EncodeEnvelope(kShardManifestKind, payload);
+  return EncodeEnvelope(kShardManifestKind, payload);
 }
 
 Result<pb::ShardManifest> DecodeShardManifest(std::string_view bytes, std::string_view what,
                                               uint64_t expected_version,
                                               const Uuid& expected_shard) {
   STRATA_ASSIGN_OR_RETURN(std::string_view payload,
-                          table::internal::DecodeEnvelope(kShardManifestKind, bytes, what));
+                          DecodeEnvelope(kShardManifestKind, bytes, what));
   pb::ShardManifest manifest;
   if (!manifest.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
     return Status::Corruption(fmt::format("{}: shard manifest protobuf does not parse", what));
@@ -93,35 +90,58 @@ Result<pb::ShardManifest> DecodeShardManifest(std::string_view bytes, std::strin
 }
 
 ShardManifestStore::ShardManifestStore(std::shared_ptr<ObjectStore> store, std::string store_prefix,
-                                       Uuid shard, Clock* clock)
-    : store_(std::move(store)), prefix_(std::move(store_prefix)), shard_(shard), clock_(clock) {}
+                                       Uuid shard, Clock* clock, RandomSource* random)
+    : store_(std::move(store)),
+      prefix_(std::move(store_prefix)),
+      shard_(shard),
+      clock_(clock),
+      random_(random),
+      layout_(ChainLayout(prefix_, shard_)) {}
 
 Result<pb::ShardManifest> ShardManifestStore::ReadLatest() const {
-  ObjectStore& store = *store_;
-  uint64_t version = ReadHint(store, ShardLatestHintKey(prefix_, shard_));
-  if (version > 0) {
-    STRATA_ASSIGN_OR_RETURN(bool exists,
-                            VersionExists(store, ShardManifestKey(prefix_, shard_, version)));
-    if (!exists) version = 0;  // a hint past the chain (damaged or foreign): start over
-  }
-  if (version == 0) {
-    STRATA_ASSIGN_OR_RETURN(bool exists,
-                            VersionExists(store, ShardManifestKey(prefix_, shard_, 1)));
-    if (!exists) {
+  for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
+    STRATA_ASSIGN_OR_RETURN(uint64_t version, io::FindLatestVersion(*store_, layout_));
+    if (version == 0) {
       return Status::NotFound(fmt::format("shard {} has no manifest under {}", shard_.ToString(),
                                           ShardDir(prefix_, shard_)));
     }
-    version = 1;
+    const std::string key = ShardManifestKey(prefix_, shard_, version);
+    Result<Buffer> bytes = store_->Get(key);
+    if (bytes.ok()) return DecodeShardManifest(bytes->view(), key, version, shard_);
+    if (!bytes.status().IsNotFound()) return bytes.status();
+    // Deleted by cleanup after it was found: newer versions exist, look again.
   }
-  while (true) {
-    STRATA_ASSIGN_OR_RETURN(bool next,
-                            VersionExists(store, ShardManifestKey(prefix_, shard_, version + 1)));
-    if (!next) break;
-    ++version;
-  }
+  return Status::Unavailable(fmt::format(
+      "shard {}: the latest manifest version was deleted before it could be read, {} times",
+      shard_.ToString(), kReadAttempts));
+}
+
+Result<bool> ShardManifestStore::Publish(const pb::ShardManifest& next) {
+  const uint64_t version = next.version();
   const std::string key = ShardManifestKey(prefix_, shard_, version);
-  STRATA_ASSIGN_OR_RETURN(Buffer bytes, store.Get(key));
-  return DecodeShardManifest(bytes.view(), key, version, shard_);
+  Status put = store_->PutIfAbsent(key, EncodeShardManifest(next));
+  if (put.IsAlreadyExists()) return false;
+  STRATA_RETURN_IF_ERROR(put);
+  if (version > 1) {
+    // The slot was free, but was it free because nobody had written it yet, or because
+    // cleanup had deleted it (the chain moved on while this writer was building on a version
+    // that is now old)? Cleanup deletes oldest first, so if the base is still there the
+    // slot had never been deleted and this version is the base's successor.
+    STRATA_ASSIGN_OR_RETURN(bool base_exists,
+                            store_->Exists(ShardManifestKey(prefix_, shard_, version - 1)));
+    if (!base_exists) {
+      // Either a stray copy behind the chain, or the chain already moved far past it. Both
+      // are safe to remove (cleanup would soon), and the caller retries on the latest.
+      (void)store_->Delete(key);
+      return false;
+    }
+  }
+  (void)io::WriteVersionHint(*store_, layout_.hint_key, version);  // advisory
+  if (retained_versions_ > 0 && version > retained_versions_) {
+    // Best effort: a later write retries what fails now.
+    (void)io::DeleteVersionsBefore(*store_, layout_, version - retained_versions_ + 1);
+  }
+  return true;
 }
 
 Result<pb::ShardManifest> ShardManifestStore::Initialize() {
@@ -140,13 +160,8 @@ Result<pb::ShardManifest> ShardManifestStore::Initialize() {
   first.set_current_generation(1);
   first.set_created_micros(clock_->NowMicros());
   first.set_operation("init");
-  Status put =
-      store_->PutIfAbsent(ShardManifestKey(prefix_, shard_, 1), EncodeShardManifest(first));
-  if (put.ok()) {
-    (void)store_->Put(ShardLatestHintKey(prefix_, shard_), "1");  // advisory
-    return first;
-  }
-  if (!put.IsAlreadyExists()) return put;
+  STRATA_ASSIGN_OR_RETURN(bool written, Publish(first));
+  if (written) return first;
   return ReadLatest();  // a concurrent initialiser won; that is just as good
 }
 
@@ -160,13 +175,8 @@ Result<pb::ShardManifest> ShardManifestStore::Claim() {
     next.set_shard_id(ShardIdBytes(shard_));
     next.set_created_micros(clock_->NowMicros());
     next.set_operation("claim");
-    Status put = store_->PutIfAbsent(ShardManifestKey(prefix_, shard_, next.version()),
-                                     EncodeShardManifest(next));
-    if (put.ok()) {
-      (void)store_->Put(ShardLatestHintKey(prefix_, shard_), std::to_string(next.version()));
-      return next;
-    }
-    if (!put.IsAlreadyExists()) return put;
+    STRATA_ASSIGN_OR_RETURN(bool written, Publish(next));
+    if (written) return next;
     STRATA_ASSIGN_OR_RETURN(latest, ReadLatest());
     if (latest.writer_epoch() >= target) {
       return Status::Fenced(fmt::format(
@@ -184,7 +194,7 @@ Result<pb::ShardManifest> ShardManifestStore::Update(
     uint64_t epoch, std::string_view operation,
     const std::function<Status(pb::ShardManifest&)>& mutate) {
   for (int attempt = 0; attempt < kUpdateAttempts; ++attempt) {
-    if (attempt > 0) Backoff(clock_, attempt);
+    if (attempt > 0) io::Backoff(kUpdateBackoff, attempt, clock_, random_);
     STRATA_ASSIGN_OR_RETURN(pb::ShardManifest latest, ReadLatest());
     if (latest.writer_epoch() != epoch) {
       return Status::Fenced(
@@ -199,13 +209,8 @@ Result<pb::ShardManifest> ShardManifestStore::Update(
     next.set_shard_id(ShardIdBytes(shard_));
     next.set_created_micros(clock_->NowMicros());
     next.set_operation(std::string(operation));
-    Status put = store_->PutIfAbsent(ShardManifestKey(prefix_, shard_, next.version()),
-                                     EncodeShardManifest(next));
-    if (put.ok()) {
-      (void)store_->Put(ShardLatestHintKey(prefix_, shard_), std::to_string(next.version()));
-      return next;
-    }
-    if (!put.IsAlreadyExists()) return put;
+    STRATA_ASSIGN_OR_RETURN(bool written, Publish(next));
+    if (written) return next;
   }
   return Status::Busy(fmt::format("shard {}: manifest update '{}' lost {} races in a row",
                                   shard_.ToString(), operation, kUpdateAttempts));

@@ -7,9 +7,13 @@
 // the stored one (Update checks it against the version it builds on); an older epoch gets
 // Status::Fenced. A merge never claims: it drains with the epoch it read (Drain).
 //
-// Latest-version discovery: read the hint (advisory, overwritten best effort after each
-// successful write), then Head versions forward until one is missing; without a hint,
-// start at 1. So a reader never lists the chain.
+// Latest-version discovery and cleanup: the chain is an io/version_chain.h chain. A reader
+// starts at the hint (advisory, overwritten best effort after each successful write) and
+// Heads versions forward; it lists the chain when the hint is missing or names a version
+// that is gone, or when it is far behind. A store with retained versions set (the shard
+// writer's) deletes all but the newest few versions after each successful write, oldest
+// first; a write whose base version is gone by the time its put-if-absent succeeded may have
+// landed in a deleted slot and counts as a lost race.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "io/version_chain.h"
 #include "lsm/lsm.pb.h"
 #include "strata/object_store.h"
 #include "strata/status.h"
@@ -36,11 +41,16 @@ Result<pb::ShardManifest> DecodeShardManifest(std::string_view bytes, std::strin
 class ShardManifestStore {
  public:
   ShardManifestStore(std::shared_ptr<ObjectStore> store, std::string store_prefix, Uuid shard,
-                     Clock* clock = SystemClock());
+                     Clock* clock = SystemClock(), RandomSource* random = SystemRandom());
 
   const Uuid& shard() const { return shard_; }
 
-  // The newest version. NotFound when the shard has no manifest.
+  // After each successful write of version V, delete versions below V - count + 1 (keep the
+  // newest `count`). 0, the default, keeps every version.
+  void set_retained_versions(uint64_t count) { retained_versions_ = count; }
+
+  // The newest version. NotFound when the shard has no manifest; Unavailable (retryable) when
+  // cleanup kept deleting the version it found before it could read it.
   Result<pb::ShardManifest> ReadLatest() const;
   // Version 1 ({epoch 0, current_generation 1}) if the shard has none, and the shard's
   // registry object; returns the latest manifest. Concurrent initialisers all succeed.
@@ -64,11 +74,24 @@ class ShardManifestStore {
   Result<pb::ShardManifest> Drain(uint64_t epoch, const std::vector<uint64_t>& generations);
 
  private:
+  // Creates `next` (put-if-absent). True when it is now the successor of its base version
+  // (then the hint is written and old versions cleaned up); false when the slot was taken,
+  // or the base was gone by the time the put succeeded (the put may have recreated a
+  // deleted version: it is removed again).
+  Result<bool> Publish(const pb::ShardManifest& next);
+
   std::shared_ptr<ObjectStore> store_;
   std::string prefix_;
   Uuid shard_;
   Clock* clock_;
+  RandomSource* random_;
+  io::VersionChainLayout layout_;
+  uint64_t retained_versions_ = 0;
 };
+
+// How many manifest versions a shard writer keeps (ShardManifestStore::set_retained_versions):
+// enough that a reader who just read the hint usually still finds its start and a successor.
+inline constexpr uint64_t kRetainedShardManifestVersions = 8;
 
 // Every registered shard of the store at `store_prefix`, sorted.
 Result<std::vector<Uuid>> ListShards(ObjectStore& store, std::string_view store_prefix);

@@ -7,12 +7,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "lsm/layout.h"
@@ -421,6 +424,103 @@ TEST_P(ShardManifestTest, ListShardsReturnsRegisteredShardsSorted) {
   EXPECT_EQ(shards, expected);
   ASSERT_OK_AND_ASSIGN(std::vector<Uuid> others, ListShards(*store_, "other/"));
   EXPECT_EQ(others, std::vector<Uuid>{DeriveShardId("e")});
+}
+
+TEST_P(ShardManifestTest, StaleHintFarBehindStillFindsTheLatest) {
+  ShardManifestStore manifests = Manifests();
+  ASSERT_OK(manifests.Claim().status());
+  for (int i = 0; i < 98; ++i) ASSERT_OK(manifests.Update(1, "seal", SealOne).status());
+  // Further behind than the probe budget (io::kMaxVersionProbes): the reader lists.
+  ASSERT_OK(store_->Put(ShardLatestHintKey(kPrefix, shard_), "1"));
+  ASSERT_OK_AND_ASSIGN(pb::ShardManifest latest, manifests.ReadLatest());
+  EXPECT_EQ(latest.version(), 100u);
+  EXPECT_EQ(latest.current_generation(), 99u);
+}
+
+TEST_P(ShardManifestTest, RetainedVersionsKeepTheNewestAndReadersStillFindTheLatest) {
+  ShardManifestStore manifests = Manifests();
+  manifests.set_retained_versions(4);
+  ASSERT_OK(manifests.Claim().status());
+  for (int i = 0; i < 20; ++i) ASSERT_OK(manifests.Update(1, "seal", SealOne).status());
+  ASSERT_OK_AND_ASSIGN(std::vector<ObjectMeta> objects,
+                       store_->List(ShardManifestDir(kPrefix, shard_)));
+  std::vector<uint64_t> versions;
+  for (const ObjectMeta& object : objects) {
+    const std::string_view name =
+        std::string_view(object.key).substr(ShardManifestDir(kPrefix, shard_).size());
+    if (std::optional<uint64_t> v = ParseShardManifestName(name)) versions.push_back(*v);
+  }
+  std::sort(versions.begin(), versions.end());
+  EXPECT_EQ(versions, (std::vector<uint64_t>{19, 20, 21, 22}));
+  // The start of the chain is gone: a missing hint, a hint naming a deleted version and
+  // a hint past the chain all make the reader list instead of probing from version 1.
+  const std::string hint = ShardLatestHintKey(kPrefix, shard_);
+  for (std::string_view value : {"", "3", "500"}) {
+    if (value.empty()) {
+      ASSERT_OK(store_->Delete(hint));
+    } else {
+      ASSERT_OK(store_->Put(hint, value));
+    }
+    ASSERT_OK_AND_ASSIGN(pb::ShardManifest latest, Manifests().ReadLatest());
+    EXPECT_EQ(latest.version(), 22u) << "hint '" << value << "'";
+  }
+  // Claims and updates keep working on the shortened chain, from any store.
+  ASSERT_OK_AND_ASSIGN(pb::ShardManifest claimed, Manifests().Claim());
+  EXPECT_EQ(claimed.version(), 23u);
+  EXPECT_EQ(claimed.writer_epoch(), 2u);
+  EXPECT_EQ(claimed.current_generation(), 21u);
+}
+
+// Forwards to another store; runs `hook` once, just before the first PutIfAbsent of `key`.
+class HookedStore final : public ObjectStore {
+ public:
+  HookedStore(std::shared_ptr<ObjectStore> base, std::string key, std::function<void()> hook)
+      : base_(std::move(base)), key_(std::move(key)), hook_(std::move(hook)) {}
+  Result<Buffer> Get(std::string_view key) override { return base_->Get(key); }
+  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length) override {
+    return base_->GetRange(key, offset, length);
+  }
+  Result<ObjectMeta> Head(std::string_view key) override { return base_->Head(key); }
+  Status Put(std::string_view key, std::string_view data) override { return base_->Put(key, data); }
+  Status PutIfAbsent(std::string_view key, std::string_view data) override {
+    if (key == key_ && hook_) std::exchange(hook_, nullptr)();
+    return base_->PutIfAbsent(key, data);
+  }
+  Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
+    return base_->List(prefix);
+  }
+  Status Delete(std::string_view key) override { return base_->Delete(key); }
+  Result<int64_t> DeletePrefix(std::string_view prefix) override {
+    return base_->DeletePrefix(prefix);
+  }
+  std::string Describe() const override { return base_->Describe(); }
+
+ private:
+  std::shared_ptr<ObjectStore> base_;
+  std::string key_;
+  std::function<void()> hook_;
+};
+
+TEST_P(ShardManifestTest, WriteIntoASlotCleanupEmptiedIsALostRace) {
+  ShardManifestStore setup = Manifests();
+  ASSERT_OK(setup.Claim().status());  // version 2, epoch 1
+  // While the slow writer sits between reading version 2 and putting version 3, another
+  // writer with retention writes versions 3..12 and deletes everything below 9: slot 3 is
+  // free again when the slow writer's put-if-absent arrives.
+  auto hooked = std::make_shared<HookedStore>(store_, ShardManifestKey(kPrefix, shard_, 3), [this] {
+    ShardManifestStore fast = Manifests();
+    fast.set_retained_versions(4);
+    for (int i = 0; i < 10; ++i) ASSERT_OK(fast.Update(1, "seal", SealOne).status());
+  });
+  ShardManifestStore slow(hooked, std::string(kPrefix), shard_);
+  ASSERT_OK_AND_ASSIGN(pb::ShardManifest written, slow.Update(1, "seal", SealOne));
+  // Not version 3 behind the chain: the slow writer noticed and went on from the latest.
+  EXPECT_EQ(written.version(), 13u);
+  EXPECT_EQ(GenerationNumbers(written).size(), 11u);
+  EXPECT_FALSE(VersionExists(3));
+  ASSERT_OK_AND_ASSIGN(pb::ShardManifest latest, Manifests().ReadLatest());
+  EXPECT_EQ(latest.version(), 13u);
+  EXPECT_EQ(latest.current_generation(), 12u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ShardManifestTest, ::testing::Values("memory", "local"),

@@ -74,6 +74,8 @@ struct ShardWriter::Impl {
     tombstone_schema = TombstoneSchema(schema, key_column);
     key_schema = strata::schema({schema->field(key_column)});
     key_name = schema->field(key_column)->name();
+    // The writer keeps its shard's manifest chain short (lsm.md §3.2); CheckFence copes.
+    manifests.set_retained_versions(kRetainedShardManifestVersions);
   }
 
   const std::shared_ptr<ObjectStore> store;
@@ -149,14 +151,25 @@ struct ShardWriter::Impl {
     }
   }
 
-  // The WAL's fence check: cheap (one Head) unless the manifest moved since we last looked.
+  // The WAL's fence check: cheap (two Heads) unless the manifest moved since we last looked.
+  // "Version known+1 is missing" alone does not prove the chain has not moved: cleanup may
+  // have deleted it after newer versions were written. Cleanup deletes oldest first, so
+  // version `known` still existing after known+1 was seen missing proves known+1 was never
+  // written; when `known` is gone too, the chain moved on and the latest version decides.
   Status CheckFence() {
     if (fenced) return FencedStatus();
-    const uint64_t next = known_version.load() + 1;
-    Result<ObjectMeta> head = store->Head(ShardManifestKey(prefix, shard, next));
-    if (!head.ok()) {
-      if (head.status().IsNotFound()) return Status::OK();
+    const uint64_t known = known_version.load();
+    auto missing = [&](uint64_t version) -> Result<bool> {
+      Result<ObjectMeta> head = store->Head(ShardManifestKey(prefix, shard, version));
+      if (head.ok()) return false;
+      if (head.status().IsNotFound()) return true;
       return head.status().WithContext("fence check");
+    };
+    STRATA_ASSIGN_OR_RETURN(bool next_missing, missing(known + 1));
+    if (next_missing) {
+      if (known == 0) return Status::OK();
+      STRATA_ASSIGN_OR_RETURN(bool known_missing, missing(known));
+      if (!known_missing) return Status::OK();
     }
     STRATA_ASSIGN_OR_RETURN(pb::ShardManifest latest, manifests.ReadLatest());
     NoteVersion(latest);

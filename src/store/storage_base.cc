@@ -150,6 +150,8 @@ struct StorageBase::Impl {
         manifests(store, prefix, shard, clock),
         generations(std::make_unique<lsm::GenerationCache>(store, prefix, options.table_options)),
         metrics(options.metrics != nullptr ? *options.metrics : DefaultMetrics(), store_label) {
+    // Merges drain through this chain: keep it as short as the writer keeps it.
+    manifests.set_retained_versions(lsm::kRetainedShardManifestVersions);
     lsm::PendingGenerationLimits limits;
     limits.warn = options.pending_generations_warn;
     limits.max = options.pending_generations_max;

@@ -1,4 +1,5 @@
-// Version discovery (hint + bounded probing, listing as the fallback) and the commit loop:
+// Version discovery (the table's manifests as an io/version_chain.h chain: hint, bounded
+// probing, listing as the fallback) and the commit loop:
 // one put-if-absent per attempt, rebasing on the transactions that won the race.
 //
 // Invariants (what the rest of the table layer relies on):
@@ -23,20 +24,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <unordered_set>
 
+#include "io/version_chain.h"
 #include "util/clock.h"
 #include "util/uuid.h"
 
 namespace strata::table::internal {
 namespace {
 
-// Versions probed one at a time past the starting point before giving up and listing.
-constexpr int kMaxProbes = 64;
 // Backoff between commit attempts: uniform in [0, min(1 ms << attempt, 100 ms)].
-constexpr int64_t kMaxBackoffMicros = 100'000;
+constexpr io::BackoffPolicy kCommitBackoff{std::chrono::milliseconds(1),
+                                           std::chrono::milliseconds(100)};
 // Rounds of "find the latest version, load what is new" before rebuilding after a lost race.
 constexpr int kMaxCatchUpRounds = 4;
 
@@ -44,29 +44,20 @@ std::string TableLocation(const ObjectStore& store, const std::string& prefix) {
   return fmt::format("{}/{}", store.Describe(), prefix);
 }
 
-std::optional<uint64_t> ParseHint(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
-    text.remove_suffix(1);
-  }
-  if (text.empty()) return std::nullopt;
-  uint64_t value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
+// The table's manifests as a version chain (io/version_chain.h).
+io::VersionChainLayout ChainLayout(const std::string& prefix) {
+  io::VersionChainLayout layout;
+  layout.hint_key = prefix + std::string(kLatestHintKey);
+  layout.versions_dir = prefix + std::string(kVersionsDir);
+  layout.version_key = [prefix](uint64_t version) { return prefix + ManifestKey(version); };
+  layout.parse_version_key = [prefix](std::string_view key) -> std::optional<uint64_t> {
+    if (key.substr(0, prefix.size()) != prefix) return std::nullopt;
+    return ParseManifestKey(key.substr(prefix.size()));
+  };
+  return layout;
 }
 
-// The hint's version, or 0 when it is missing, unreadable or not a number.
-uint64_t ReadHint(ObjectStore& store, const std::string& prefix) {
-  Result<Buffer> bytes = store.Get(prefix + std::string(kLatestHintKey));
-  if (!bytes.ok()) return 0;
-  return ParseHint(bytes->view()).value_or(0);
-}
-
-void Backoff(int attempt) {
-  const int64_t cap = std::min<int64_t>(int64_t{1000} << std::min(attempt, 20), kMaxBackoffMicros);
-  const auto micros = static_cast<int64_t>(SystemRandom()->Uniform(static_cast<uint64_t>(cap) + 1));
-  SystemClock()->SleepFor(std::chrono::microseconds(micros));
-}
+void Backoff(int attempt) { io::Backoff(kCommitBackoff, attempt, SystemClock(), SystemRandom()); }
 
 // Fills what CommitWithRetry / CommitCreate own in a manifest the builder returned.
 void StampManifest(pb::Manifest* manifest, uint64_t version, uint64_t read_version,
@@ -144,44 +135,20 @@ Result<pb::Transaction> LoadTransaction(ObjectStore& store, const std::string& p
 }
 
 Result<std::vector<uint64_t>> ListVersionNumbers(ObjectStore& store, const std::string& prefix) {
-  const std::string dir = prefix + std::string(kVersionsDir);
-  STRATA_ASSIGN_OR_RETURN(std::vector<ObjectMeta> objects, store.List(dir));
-  std::vector<uint64_t> versions;
-  versions.reserve(objects.size());
-  for (const ObjectMeta& object : objects) {
-    std::string_view relative(object.key);
-    relative.remove_prefix(prefix.size());
-    if (std::optional<uint64_t> version = ParseManifestKey(relative)) {
-      versions.push_back(*version);
-    }
-  }
-  std::sort(versions.begin(), versions.end());
-  return versions;
+  return io::ListVersions(store, ChainLayout(prefix));
 }
 
 Result<uint64_t> FindLatestVersion(ObjectStore& store, const std::string& prefix, uint64_t known) {
-  const uint64_t start = std::max(known, ReadHint(store, prefix));
-  if (start > 0) {
-    STRATA_ASSIGN_OR_RETURN(bool start_exists, store.Exists(prefix + ManifestKey(start)));
-    if (start_exists) {
-      uint64_t latest = start;
-      for (int probe = 0; probe < kMaxProbes; ++probe) {
-        STRATA_ASSIGN_OR_RETURN(bool exists, store.Exists(prefix + ManifestKey(latest + 1)));
-        if (!exists) return latest;
-        ++latest;
-      }
-      // Still finding versions: the hint is far behind, listing is cheaper than probing on.
-    }
-  }
-  STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> versions, ListVersionNumbers(store, prefix));
-  if (versions.empty()) {
+  STRATA_ASSIGN_OR_RETURN(uint64_t latest,
+                          io::FindLatestVersion(store, ChainLayout(prefix), known));
+  if (latest == 0) {
     return Status::NotFound(fmt::format("no table at {}", TableLocation(store, prefix)));
   }
-  return versions.back();
+  return latest;
 }
 
 Status WriteLatestHint(ObjectStore& store, const std::string& prefix, uint64_t version) {
-  return store.Put(prefix + std::string(kLatestHintKey), std::to_string(version));
+  return io::WriteVersionHint(store, prefix + std::string(kLatestHintKey), version);
 }
 
 Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& prefix,

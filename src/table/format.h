@@ -1,6 +1,6 @@
-// Table format basics: object keys, the checksummed envelope every strata-written table
-// object (manifest, deletion file, key segment) is stored in, schema <-> manifest
-// conversion, and Snapshot, a decoded manifest with the lookups readers need. Byte layouts:
+// Table format basics: object keys, the envelope kinds of table objects (manifest, deletion
+// file, key segment; the envelope itself is util/envelope.h), schema <-> manifest conversion,
+// and Snapshot, a decoded manifest with the lookups readers need. Byte layouts:
 // docs/format/table.md §2 (keys), §3 (envelope), §4 (manifest).
 #pragma once
 
@@ -16,6 +16,7 @@
 #include "strata/status.h"
 #include "strata/type.h"
 #include "table/manifest.pb.h"
+#include "util/envelope.h"
 
 namespace strata::table::internal {
 
@@ -38,20 +39,11 @@ std::string NewDataFileKey();
 std::string NewDeletionFileKey(uint32_t fragment_id, uint64_t read_version);
 std::string NewKeySegmentKey();
 
-// --- Envelope ------------------------------------------------------------------------
-// Layout (little endian): "STRA" | kind (4 bytes) | u32 format version | u32 reserved (0) |
-// u64 payload length | payload | u64 XXH3-64 of every preceding byte.
+// --- Envelope kinds ------------------------------------------------------------------
+// Table objects are stored in the checksummed envelope of util/envelope.h.
 inline constexpr std::string_view kManifestKind = "MNFT";
 inline constexpr std::string_view kDeletionKind = "DELV";
 inline constexpr std::string_view kKeySegmentKind = "KIDX";
-inline constexpr uint32_t kFormatVersion = 1;
-
-std::string EncodeEnvelope(std::string_view kind, std::string_view payload);
-// The payload (a view into `bytes`). Corruption, naming `what` (e.g. the key), for a wrong
-// magic or kind, a truncated object, trailing bytes or a checksum mismatch; NotSupported for
-// a newer format version.
-Result<std::string_view> DecodeEnvelope(std::string_view kind, std::string_view bytes,
-                                        std::string_view what);
 
 std::string EncodeManifest(const pb::Manifest& manifest);
 Result<pb::Manifest> DecodeManifest(std::string_view bytes, std::string_view what);

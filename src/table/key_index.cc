@@ -16,6 +16,12 @@
 #include "table/format.h"
 #include "util/little_endian.h"
 
+namespace strata::table {
+
+bool IsPrimaryKeyType(const DataType& type) { return internal::KeyKindForType(type).ok(); }
+
+}  // namespace strata::table
+
 namespace strata::table::internal {
 namespace {
 
