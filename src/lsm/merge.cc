@@ -1,5 +1,5 @@
 // Merging a shard's pending generations into the base table (see merge.h): the merge memory
-// budget, schema alignment, and the two merge steps (prepare: read + de-duplicate; commit:
+// budget and the two merge steps (prepare: read + de-duplicate; commit:
 // one guarded base commit, then drain).
 #include "lsm/merge.h"
 
@@ -186,45 +186,6 @@ bool MergeBudget::Reservation::TryGrowTo(int64_t bytes) {
   budget_->reserved_bytes_ += bytes - bytes_;
   bytes_ = bytes;
   return true;
-}
-
-// --- AlignBatchToSchema -----------------------------------------------------------------
-
-Result<RecordBatch> AlignBatchToSchema(const RecordBatch& batch, const SchemaPtr& target) {
-  const Schema& source = *batch.schema();
-  for (const FieldPtr& field : source.fields()) {
-    if (target->GetFieldIndex(field->name()) < 0) {
-      return Status::InvalidArgument(fmt::format("column '{}' ({}) is not in the target schema",
-                                                 field->name(), field->type()->ToString()));
-    }
-  }
-  std::vector<Array> columns;
-  columns.reserve(target->num_fields());
-  for (const FieldPtr& field : target->fields()) {
-    int index = source.GetFieldIndex(field->name());
-    if (index < 0) {
-      if (!field->nullable()) {
-        return Status::InvalidArgument(
-            fmt::format("column '{}' ({} not null) is missing and not nullable", field->name(),
-                        field->type()->ToString()));
-      }
-      columns.push_back(Array::MakeNull(field->type(), batch.num_rows()));
-      continue;
-    }
-    const Array& column = batch.column(index);
-    if (!column.type()->Equals(*field->type())) {
-      return Status::InvalidArgument(fmt::format("column '{}' has type {}, expected {}",
-                                                 field->name(), column.type()->ToString(),
-                                                 field->type()->ToString()));
-    }
-    if (!field->nullable() && column.null_count() > 0) {
-      return Status::InvalidArgument(fmt::format("column '{}' ({} not null) holds {} null(s)",
-                                                 field->name(), field->type()->ToString(),
-                                                 column.null_count()));
-    }
-    columns.push_back(column);
-  }
-  return RecordBatch::Make(target, batch.num_rows(), std::move(columns));
 }
 
 // --- PrepareMerge -----------------------------------------------------------------------

@@ -128,9 +128,4 @@ Result<MergeCommitResult> CommitMerge(
     PreparedMerge prepared,
     const std::function<void(const Uuid& shard, std::vector<std::string> paths)>& delete_files);
 
-// Aligns a batch to `target`: same names; a missing nullable column becomes all null; a
-// missing non-nullable column, an unknown column or a type mismatch is InvalidArgument
-// naming the column and both types.
-Result<RecordBatch> AlignBatchToSchema(const RecordBatch& batch, const SchemaPtr& target);
-
 }  // namespace strata::lsm

@@ -1,6 +1,6 @@
 // Tests of merging generations into the base table (merge.h): newest-wins folding, the
-// watermark recorded with the rows, draining, concurrent and crashed merges, pass bounds,
-// the merge memory budget and schema alignment.
+// watermark recorded with the rows, draining, concurrent and crashed merges, pass bounds
+// and the merge memory budget.
 #include "lsm/merge.h"
 
 #include <gmock/gmock.h>
@@ -26,7 +26,6 @@ namespace strata::lsm {
 namespace {
 
 using table::testing_util::Int64Column;
-using table::testing_util::KeyedRows;
 using table::testing_util::KeyedSchema;
 using table::testing_util::ReadAll;
 using ::testing::HasSubstr;
@@ -602,60 +601,6 @@ TEST(MergeBudgetTest, TryGrowToTakesFreePermitsOnlyAndNeverShrinks) {
   EXPECT_EQ(budget.reserved_bytes(), 3 * kMiB);
   MergeBudget::Reservation detached;
   EXPECT_FALSE(detached.TryGrowTo(1));
-}
-
-// --- AlignBatchToSchema -------------------------------------------------------------------
-
-TEST(AlignBatchToSchemaTest, MissingNullableColumnBecomesNullAndOrderFollowsTarget) {
-  SchemaPtr target = KeyedSchema();
-  Int64Builder ids(int64());
-  ids.Append(1);
-  ids.Append(2);
-  Float64Builder scores(float64());
-  scores.Append(0.5);
-  scores.Append(1.5);
-  SchemaPtr partial = schema({field("score", float64()), field("id", int64(), false)});
-  ASSERT_OK_AND_ASSIGN(RecordBatch batch,
-                       RecordBatch::Make(partial, 2, {*scores.Finish(), *ids.Finish()}));
-  ASSERT_OK_AND_ASSIGN(RecordBatch aligned, AlignBatchToSchema(batch, target));
-  EXPECT_TRUE(aligned.schema()->Equals(*target));
-  EXPECT_EQ(Int64Column(aligned, "id"), (std::vector<int64_t>{1, 2}));
-  EXPECT_EQ(aligned.GetColumnByName("name").null_count(), 2);
-  EXPECT_EQ(aligned.GetColumnByName("score").Value<double>(1), 1.5);
-}
-
-TEST(AlignBatchToSchemaTest, MissingRequiredExtraOrMistypedColumnIsInvalidArgument) {
-  SchemaPtr target = KeyedSchema();
-  // Missing the non-nullable key.
-  RecordBatch full = KeyedRows(0, 3);
-  ASSERT_OK_AND_ASSIGN(RecordBatch no_key, full.Project({1, 2}));
-  Result<RecordBatch> missing = AlignBatchToSchema(no_key, target);
-  ASSERT_FALSE(missing.ok());
-  EXPECT_TRUE(missing.status().IsInvalidArgument());
-  EXPECT_THAT(missing.status().message(), HasSubstr("'id'"));
-
-  // An extra column.
-  SchemaPtr extra_schema = schema({field("id", int64(), false), field("name", utf8()),
-                                   field("score", float64()), field("extra", int64())});
-  ASSERT_OK_AND_ASSIGN(RecordBatch extra,
-                       RecordBatch::Make(extra_schema, 3,
-                                         {full.column(0), full.column(1), full.column(2),
-                                          Array::MakeNull(int64(), 3)}));
-  Result<RecordBatch> extra_result = AlignBatchToSchema(extra, target);
-  ASSERT_FALSE(extra_result.ok());
-  EXPECT_TRUE(extra_result.status().IsInvalidArgument());
-  EXPECT_THAT(extra_result.status().message(), HasSubstr("'extra'"));
-
-  // A type mismatch names the column and both types.
-  SchemaPtr mistyped = schema({field("id", int64(), false), field("name", int64())});
-  ASSERT_OK_AND_ASSIGN(RecordBatch wrong,
-                       RecordBatch::Make(mistyped, 3, {full.column(0), full.column(0)}));
-  Result<RecordBatch> wrong_result = AlignBatchToSchema(wrong, target);
-  ASSERT_FALSE(wrong_result.ok());
-  EXPECT_TRUE(wrong_result.status().IsInvalidArgument());
-  EXPECT_THAT(wrong_result.status().message(), HasSubstr("'name'"));
-  EXPECT_THAT(wrong_result.status().message(), HasSubstr(int64()->ToString()));
-  EXPECT_THAT(wrong_result.status().message(), HasSubstr(utf8()->ToString()));
 }
 
 }  // namespace
