@@ -135,7 +135,12 @@ MergeBudget::Reservation MergeBudget::Reserve(int64_t bytes) {
   bytes = std::max<int64_t>(bytes, 0);
   int64_t permits = Permits(bytes);
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [&] { return free_permits_ >= permits; });
+  if (free_permits_ < permits) {
+    ++waiters_;
+    waiters_changed_.notify_all();
+    cv_.wait(lock, [&] { return free_permits_ >= permits; });
+    --waiters_;
+  }
   free_permits_ -= permits;
   reserved_bytes_ += bytes;
   Reservation reservation;
@@ -143,6 +148,11 @@ MergeBudget::Reservation MergeBudget::Reserve(int64_t bytes) {
   reservation.permits_ = permits;
   reservation.bytes_ = bytes;
   return reservation;
+}
+
+void MergeBudget::WaitForWaiters(int count) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  waiters_changed_.wait(lock, [&] { return waiters_ >= count; });
 }
 
 void MergeBudget::Release(int64_t permits, int64_t bytes) {

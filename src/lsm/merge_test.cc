@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
+#include <latch>
 #include <map>
 #include <set>
 #include <thread>
@@ -546,7 +546,7 @@ TEST(MergeBudgetTest, ExhaustedBudgetBlocksReserveUntilRelease) {
     MergeBudget::Reservation r = budget.Reserve(1);
     acquired = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  budget.WaitForWaiters(1);
   EXPECT_FALSE(acquired.load());
   held.reset();
   waiter.join();
@@ -558,17 +558,19 @@ TEST(MergeBudgetTest, OversizedRequestWaitsForIdleBudgetAndRunsAlone) {
   MergeBudget budget(2 * kMiB);
   auto small = std::make_unique<MergeBudget::Reservation>(budget.Reserve(1));
   std::atomic<bool> big_acquired{false};
-  std::atomic<bool> release_big{false};
+  std::latch big_holds(1);    // the big reservation is made
+  std::latch release_big(1);  // the big thread may drop it
   std::thread big([&] {
     MergeBudget::Reservation r = budget.Reserve(10 * kMiB);
     EXPECT_EQ(r.bytes(), 10 * kMiB);
     big_acquired = true;
-    while (!release_big.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    big_holds.count_down();
+    release_big.wait();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  budget.WaitForWaiters(1);
   EXPECT_FALSE(big_acquired.load());
   small.reset();
-  while (!big_acquired.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  big_holds.wait();
   EXPECT_EQ(budget.reserved_bytes(), 10 * kMiB);
   // Nothing else fits while the oversized reservation holds the whole budget.
   std::atomic<bool> other_acquired{false};
@@ -576,9 +578,9 @@ TEST(MergeBudgetTest, OversizedRequestWaitsForIdleBudgetAndRunsAlone) {
     MergeBudget::Reservation r = budget.Reserve(1);
     other_acquired = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  budget.WaitForWaiters(1);
   EXPECT_FALSE(other_acquired.load());
-  release_big = true;
+  release_big.count_down();
   big.join();
   other.join();
   EXPECT_TRUE(other_acquired.load());
