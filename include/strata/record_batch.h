@@ -50,4 +50,11 @@ class RecordBatch {
   std::vector<Array> columns_;
 };
 
+// `batch` with the columns of `target`, matched by name and in `target`'s order; a column
+// `batch` lacks becomes all null when `target` lets it be null. InvalidArgument naming the
+// column when `batch` has a column `target` does not, and otherwise as RecordBatch::Make
+// checks the result (a missing non-nullable column, a type that differs from the target
+// field's, nulls in a non-nullable column).
+Result<RecordBatch> AlignBatchToSchema(const RecordBatch& batch, const SchemaPtr& target);
+
 }  // namespace strata

@@ -187,24 +187,20 @@ Result<ipc::Compression> ParseCompression(const std::string& name) {
       fmt::format("unknown compression '{}' (expected none, lz4 or zstd)", name));
 }
 
-// Writes every batch of `reader` to `out` in the chosen IPC format.
-Status ConvertJson(json::JsonLinesReader* reader, const FromJsonOptions& opt,
-                   const ipc::WriteOptions& write_options, ipc::OutputStream* out,
-                   Progress* progress, const int64_t* bytes_read, int64_t* rows) {
+// Writes every batch of `input` to `out` in the chosen IPC format.
+Status ConvertJson(JsonLinesInput& input, const FromJsonOptions& opt,
+                   const ipc::WriteOptions& write_options, ipc::OutputStream* out, int64_t* rows) {
   std::unique_ptr<ipc::FileWriter> file;
   std::unique_ptr<ipc::StreamWriter> stream;
   if (opt.format == "file") {
-    STRATA_ASSIGN_OR_RETURN(file, ipc::FileWriter::Make(out, reader->schema(), write_options));
+    STRATA_ASSIGN_OR_RETURN(file, ipc::FileWriter::Make(out, input.schema(), write_options));
   } else {
-    STRATA_ASSIGN_OR_RETURN(stream, ipc::StreamWriter::Make(out, reader->schema(), write_options));
+    STRATA_ASSIGN_OR_RETURN(stream, ipc::StreamWriter::Make(out, input.schema(), write_options));
   }
-  while (true) {
-    STRATA_ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, reader->Next());
-    if (!batch) break;
-    *rows += batch->num_rows();
-    STRATA_RETURN_IF_ERROR(file ? file->WriteBatch(*batch) : stream->WriteBatch(*batch));
-    progress->Update(*rows, *bytes_read);
-  }
+  STRATA_RETURN_IF_ERROR(input.ForEachBatch("from-json", [&](RecordBatch batch) {
+    *rows += batch.num_rows();
+    return file ? file->WriteBatch(batch) : stream->WriteBatch(batch);
+  }));
   STRATA_RETURN_IF_ERROR(file ? file->Close() : stream->Close());
   return out->Close();
 }
@@ -218,32 +214,18 @@ Status RunFromJson(const FromJsonOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(ipc::Compression compression, ParseCompression(opt.compression));
   STRATA_ASSIGN_OR_RETURN(SchemaPtr schema, LoadSchema(opt.schema));
 
-  FILE* in = opt.input == "-" ? stdin : std::fopen(opt.input.c_str(), "rb");
-  if (in == nullptr) return Status::NotFound(fmt::format("cannot open '{}'", opt.input));
-  std::unique_ptr<FILE, int (*)(FILE*)> closer(in == stdin ? nullptr : in, &std::fclose);
-  std::error_code ec;
-  int64_t total =
-      opt.input == "-" ? -1 : static_cast<int64_t>(std::filesystem::file_size(opt.input, ec));
-  int64_t bytes_read = 0;
-  json::JsonLinesReader::ChunkSource source = [in, &bytes_read](char* dst,
-                                                                size_t cap) -> Result<size_t> {
-    size_t n = std::fread(dst, 1, cap, in);
-    if (n == 0 && std::ferror(in)) return Status::IOError("reading the JSON input failed");
-    bytes_read += static_cast<int64_t>(n);
-    return n;
-  };
   json::JsonReadOptions read_options{.ignore_unknown_fields = opt.ignore_unknown_fields,
                                      .batch_rows = opt.batch_rows};
-  STRATA_ASSIGN_OR_RETURN(auto reader, json::JsonLinesReader::Make(schema, source, read_options));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<JsonLinesInput> input,
+                          JsonLinesInput::Open(opt.input, schema, read_options));
 
   // Write beside the destination and rename at the end, so bad input leaves nothing behind.
   std::string tmp = fmt::format("{}.tmp-{}", opt.output, ::getpid());
   STRATA_ASSIGN_OR_RETURN(auto out, ipc::OpenFileOutputStream(tmp));
-  Progress progress("from-json", total);
   int64_t rows = 0;
-  Status s = ConvertJson(reader.get(), opt, ipc::WriteOptions{.compression = compression},
-                         out.get(), &progress, &bytes_read, &rows);
-  progress.Finish();
+  Status s =
+      ConvertJson(*input, opt, ipc::WriteOptions{.compression = compression}, out.get(), &rows);
+  std::error_code ec;
   if (s.ok()) {
     std::filesystem::rename(tmp, opt.output, ec);
     if (ec)

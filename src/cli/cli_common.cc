@@ -1,12 +1,16 @@
-// Error reporting, column parsing and progress display for the CLI.
+// Error reporting, column parsing, progress display, JSON lines input and the new-directory
+// check for the CLI.
 #include "cli_common.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "strata/schema_json.h"
 
@@ -85,6 +89,70 @@ void Progress::Finish() {
   if (!enabled_) return;
   std::fprintf(stderr, "\r\033[K");
   std::fflush(stderr);
+}
+
+Result<std::unique_ptr<JsonLinesInput>> JsonLinesInput::Open(const std::string& path,
+                                                             SchemaPtr schema,
+                                                             const json::JsonReadOptions& options) {
+  std::FILE* file = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return Status::NotFound(fmt::format("cannot open '{}'", path));
+  std::error_code ec;
+  int64_t total = path == "-" ? -1 : static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  std::unique_ptr<JsonLinesInput> input(new JsonLinesInput(file, total));
+  JsonLinesInput* self = input.get();
+  json::JsonLinesReader::ChunkSource source = [self](char* dst, size_t cap) -> Result<size_t> {
+    size_t n = std::fread(dst, 1, cap, self->file_);
+    if (n == 0 && std::ferror(self->file_)) {
+      return Status::IOError("reading the JSON input failed");
+    }
+    self->bytes_read_ += static_cast<int64_t>(n);
+    return n;
+  };
+  STRATA_ASSIGN_OR_RETURN(input->reader_,
+                          json::JsonLinesReader::Make(std::move(schema), source, options));
+  return input;
+}
+
+JsonLinesInput::JsonLinesInput(std::FILE* file, int64_t total_bytes)
+    : file_(file), total_bytes_(total_bytes) {}
+
+JsonLinesInput::~JsonLinesInput() {
+  reader_.reset();
+  if (file_ != stdin) std::fclose(file_);
+}
+
+Status JsonLinesInput::ForEachBatch(std::string what,
+                                    const std::function<Status(RecordBatch batch)>& each) {
+  Progress progress(std::move(what), total_bytes_);
+  int64_t rows = 0;
+  Status status = [&]() -> Status {
+    while (true) {
+      STRATA_ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, reader_->Next());
+      if (!batch) return Status::OK();
+      rows += batch->num_rows();
+      STRATA_RETURN_IF_ERROR(each(*std::move(batch)));
+      progress.Update(rows, bytes_read_);
+    }
+  }();
+  progress.Finish();
+  return status;
+}
+
+Status CheckNewOrEmptyDirectory(const std::string& dir, std::string_view what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return Status::OK();
+  if (!fs::is_directory(dir, ec)) {
+    return Status::AlreadyExists(fmt::format(
+        "'{}' exists and is not a directory; a {} is only made in a new or empty directory", dir,
+        what));
+  }
+  if (!fs::is_empty(dir, ec)) {
+    return Status::AlreadyExists(fmt::format(
+        "'{}' is not empty (and holds no {}); a {} is only made in a new or empty directory", dir,
+        what, what));
+  }
+  return Status::OK();
 }
 
 }  // namespace strata::cli

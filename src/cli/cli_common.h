@@ -1,11 +1,18 @@
-// Shared plumbing of the `strata` subcommands: error reporting, column lists, progress lines.
+// Shared plumbing of the `strata` subcommands: error reporting, column lists, progress lines,
+// JSON lines input and where new tables may be made.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "strata/json.h"
+#include "strata/record_batch.h"
 #include "strata/status.h"
 #include "strata/type.h"
 
@@ -42,5 +49,36 @@ Result<SchemaPtr> LoadSchema(const std::string& spec);
 
 // "12.3 MiB" style sizes.
 std::string FormatBytes(int64_t bytes);
+
+// A JSON lines input (a file, or stdin for "-") decoded by a JsonLinesReader that counts the
+// bytes it has read, for Progress. Not thread safe.
+class JsonLinesInput {
+ public:
+  // NotFound when `path` cannot be opened; the reader's errors otherwise.
+  static Result<std::unique_ptr<JsonLinesInput>> Open(const std::string& path, SchemaPtr schema,
+                                                      const json::JsonReadOptions& options);
+  ~JsonLinesInput();
+  JsonLinesInput(const JsonLinesInput&) = delete;
+  JsonLinesInput& operator=(const JsonLinesInput&) = delete;
+
+  const SchemaPtr& schema() const { return reader_->schema(); }
+
+  // Calls `each` on every batch until the end of the input or the first error (the
+  // reader's or `each`'s, returned as is), showing progress labelled `what` meanwhile.
+  Status ForEachBatch(std::string what, const std::function<Status(RecordBatch batch)>& each);
+
+ private:
+  JsonLinesInput(std::FILE* file, int64_t total_bytes);
+
+  std::FILE* file_;      // closed by the destructor unless it is stdin
+  int64_t total_bytes_;  // -1 for stdin or when unknown
+  int64_t bytes_read_ = 0;
+  std::unique_ptr<json::JsonLinesReader> reader_;  // reads file_ through a source counting bytes
+};
+
+// OK when `dir` names nothing yet or an empty directory: the only places a new table or store
+// (`what`, e.g. "table") is made. AlreadyExists otherwise (a file, or a directory holding
+// something else); callers first check that `dir` holds no `what` to reuse.
+Status CheckNewOrEmptyDirectory(const std::string& dir, std::string_view what);
 
 }  // namespace strata::cli

@@ -36,25 +36,24 @@ std::string ShardName(const std::string& shard) { return shard.empty() ? "defaul
 Result<std::unique_ptr<RolloutStore>> OpenStore(const std::string& dir, const std::string& shard,
                                                 bool create = false, bool sync = true,
                                                 bool seal_on_close = true) {
-  namespace fs = std::filesystem;
   std::error_code ec;
-  bool exists = fs::exists(dir, ec);
-  if (exists && !fs::is_directory(dir, ec)) {
-    return Status::InvalidArgument(fmt::format("'{}' exists and is not a directory", dir));
-  }
-  if (!exists && !create) {
+  const bool is_directory = std::filesystem::is_directory(dir, ec);
+  if (!is_directory && !create) {
     return Status::NotFound(fmt::format("no rollout store at '{}': not a directory", dir));
   }
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> objects,
-                          OpenLocalObjectStore(dir, {.sync = sync}));
-  STRATA_ASSIGN_OR_RETURN(bool has_table, table::Table::Exists(*objects, ""));
+  std::shared_ptr<ObjectStore> objects;
+  bool has_table = false;
+  if (is_directory) {
+    STRATA_ASSIGN_OR_RETURN(objects, OpenLocalObjectStore(dir, {.sync = sync}));
+    STRATA_ASSIGN_OR_RETURN(has_table, table::Table::Exists(*objects, ""));
+  }
   if (!has_table) {
     if (!create) return Status::NotFound(fmt::format("no rollout store at '{}'", dir));
     // Like `table create`: a store is only made in a new or empty directory.
-    if (exists && !fs::is_empty(dir, ec)) {
-      return Status::AlreadyExists(fmt::format(
-          "'{}' is not empty (and holds no rollout store); add to a new or empty directory", dir));
-    }
+    STRATA_RETURN_IF_ERROR(CheckNewOrEmptyDirectory(dir, "rollout store"));
+  }
+  if (objects == nullptr) {
+    STRATA_ASSIGN_OR_RETURN(objects, OpenLocalObjectStore(dir, {.sync = sync}));
   }
   store::RolloutStoreOptions options;
   options.base.shard_id = shard;
@@ -172,54 +171,34 @@ SchemaPtr AddInputSchema() {
 // (naming the row) for a value that does not fit or an empty id, rollout_id or problem_id.
 Status ReadRecords(const std::string& path, const SchemaPtr& schema, bool ignore_unknown,
                    int64_t now_micros, std::vector<RolloutRecord>* out) {
-  FILE* in = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
-  if (in == nullptr) return Status::NotFound(fmt::format("cannot open '{}'", path));
-  std::unique_ptr<FILE, int (*)(FILE*)> closer(in == stdin ? nullptr : in, &std::fclose);
-  std::error_code ec;
-  int64_t total = path == "-" ? -1 : static_cast<int64_t>(std::filesystem::file_size(path, ec));
-  int64_t bytes_read = 0;
-  json::JsonLinesReader::ChunkSource source = [in, &bytes_read](char* dst,
-                                                                size_t cap) -> Result<size_t> {
-    size_t n = std::fread(dst, 1, cap, in);
-    if (n == 0 && std::ferror(in)) return Status::IOError("reading the JSON input failed");
-    bytes_read += static_cast<int64_t>(n);
-    return n;
-  };
   json::JsonReadOptions options{.ignore_unknown_fields = ignore_unknown, .batch_rows = 8192};
-  STRATA_ASSIGN_OR_RETURN(auto reader, json::JsonLinesReader::Make(schema, source, options));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<JsonLinesInput> input,
+                          JsonLinesInput::Open(path, schema, options));
   const int problem_id = schema->GetFieldIndex("problem_id");
   const int created_at = schema->GetFieldIndex("created_at");
-  Progress progress(fmt::format("reading {}", path), total);
   int64_t rows = 0;
-  Status status = [&]() -> Status {
-    while (true) {
-      STRATA_ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, reader->Next());
-      if (!batch) return Status::OK();
-      // Decoding leaves a null required column at the record's default (sequence_order 0,
-      // role "assistant", content_type "text/plain"); the other two depend on the row.
-      STRATA_ASSIGN_OR_RETURN(std::vector<RolloutRecord> records,
-                              store::DecodeRolloutRecords(*batch));
-      for (int64_t i = 0; i < batch->num_rows(); ++i) {
-        RolloutRecord& r = records[i];
-        ++rows;
-        if (batch->column(problem_id).IsNull(i)) r.problem_id = r.rollout_id;
-        if (batch->column(created_at).IsNull(i)) r.created_at_micros = now_micros;
-        for (auto [name, value] : {std::pair<const char*, const std::string*>{"id", &r.id},
-                                   {"rollout_id", &r.rollout_id},
-                                   {"problem_id", &r.problem_id}}) {
-          if (value->empty()) {
-            return Status::InvalidArgument(
-                fmt::format("record {}{}: '{}' must not be empty", rows,
-                            r.id.empty() ? std::string() : fmt::format(" (id '{}')", r.id), name));
-          }
+  return input->ForEachBatch(fmt::format("reading {}", path), [&](RecordBatch batch) -> Status {
+    // Decoding leaves a null required column at the record's default (sequence_order 0,
+    // role "assistant", content_type "text/plain"); the other two depend on the row.
+    STRATA_ASSIGN_OR_RETURN(std::vector<RolloutRecord> records, store::DecodeRolloutRecords(batch));
+    for (int64_t i = 0; i < batch.num_rows(); ++i) {
+      RolloutRecord& r = records[i];
+      ++rows;
+      if (batch.column(problem_id).IsNull(i)) r.problem_id = r.rollout_id;
+      if (batch.column(created_at).IsNull(i)) r.created_at_micros = now_micros;
+      for (auto [name, value] : {std::pair<const char*, const std::string*>{"id", &r.id},
+                                 {"rollout_id", &r.rollout_id},
+                                 {"problem_id", &r.problem_id}}) {
+        if (value->empty()) {
+          return Status::InvalidArgument(
+              fmt::format("record {}{}: '{}' must not be empty", rows,
+                          r.id.empty() ? std::string() : fmt::format(" (id '{}')", r.id), name));
         }
-        out->push_back(std::move(r));
       }
-      progress.Update(rows, bytes_read);
+      out->push_back(std::move(r));
     }
-  }();
-  progress.Finish();
-  return status;
+    return Status::OK();
+  });
 }
 
 Status RunAdd(const AddOptions& opt) {

@@ -224,23 +224,15 @@ Status RunCreate(const CreateOptions& opt) {
   if (!opt.primary_key.empty()) {
     STRATA_ASSIGN_OR_RETURN(schema, MarkPrimaryKey(*schema, opt.primary_key, opt.schema));
   }
-  namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::exists(opt.dir, ec)) {
-    if (!fs::is_directory(opt.dir, ec)) {
-      return Status::AlreadyExists(fmt::format("'{}' exists and is not a directory", opt.dir));
-    }
+  if (std::filesystem::is_directory(opt.dir, ec)) {
     STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenLocalObjectStore(opt.dir));
     STRATA_ASSIGN_OR_RETURN(bool exists, table::Table::Exists(*store, ""));
     if (exists) {
       return Status::AlreadyExists(fmt::format("a table already exists at '{}'", opt.dir));
     }
-    if (!fs::is_empty(opt.dir, ec)) {
-      return Status::AlreadyExists(fmt::format(
-          "'{}' is not empty (and holds no table); create the table in a new or empty directory",
-          opt.dir));
-    }
   }
+  STRATA_RETURN_IF_ERROR(CheckNewOrEmptyDirectory(opt.dir, "table"));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenLocalObjectStore(opt.dir));
   Result<std::shared_ptr<table::Table>> created = table::Table::Create(store, "", schema);
   if (!created.ok()) return created.status().WithContext(opt.dir);
@@ -270,35 +262,14 @@ bool IsArrowInput(const std::string& path, const std::string& format) {
 
 Status ReadJsonInput(const std::string& path, const SchemaPtr& schema, bool ignore_unknown,
                      std::vector<RecordBatch>* out, int64_t* rows) {
-  FILE* in = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
-  if (in == nullptr) return Status::NotFound(fmt::format("cannot open '{}'", path));
-  std::unique_ptr<FILE, int (*)(FILE*)> closer(in == stdin ? nullptr : in, &std::fclose);
-  std::error_code ec;
-  int64_t total = path == "-" ? -1 : static_cast<int64_t>(std::filesystem::file_size(path, ec));
-  int64_t bytes_read = 0;
-  json::JsonLinesReader::ChunkSource source = [in, &bytes_read](char* dst,
-                                                                size_t cap) -> Result<size_t> {
-    size_t n = std::fread(dst, 1, cap, in);
-    if (n == 0 && std::ferror(in)) return Status::IOError("reading the JSON input failed");
-    bytes_read += static_cast<int64_t>(n);
-    return n;
-  };
   json::JsonReadOptions options{.ignore_unknown_fields = ignore_unknown, .batch_rows = 65536};
-  STRATA_ASSIGN_OR_RETURN(auto reader, json::JsonLinesReader::Make(schema, source, options));
-  Progress progress(fmt::format("reading {}", path), total);
-  while (true) {
-    Result<std::optional<RecordBatch>> batch = reader->Next();
-    if (!batch.ok()) {
-      progress.Finish();
-      return batch.status();
-    }
-    if (!*batch) break;
-    *rows += (*batch)->num_rows();
-    out->push_back(**std::move(batch));
-    progress.Update(*rows, bytes_read);
-  }
-  progress.Finish();
-  return Status::OK();
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<JsonLinesInput> input,
+                          JsonLinesInput::Open(path, schema, options));
+  return input->ForEachBatch(fmt::format("reading {}", path), [&](RecordBatch batch) {
+    *rows += batch.num_rows();
+    out->push_back(std::move(batch));
+    return Status::OK();
+  });
 }
 
 constexpr std::string_view kArrowFileMagic = "ARROW1";

@@ -1,4 +1,4 @@
-// RecordBatch construction, slicing, projection and comparison.
+// RecordBatch construction, slicing, projection, comparison and alignment to a schema.
 #include "strata/record_batch.h"
 
 #include <fmt/format.h>
@@ -96,6 +96,31 @@ Status RecordBatch::ValidateFull() const {
     if (!s.ok()) return s.WithContext(fmt::format("column '{}'", schema_->field(i)->name()));
   }
   return Status::OK();
+}
+
+Result<RecordBatch> AlignBatchToSchema(const RecordBatch& batch, const SchemaPtr& target) {
+  const Schema& source = *batch.schema();
+  for (const FieldPtr& field : source.fields()) {
+    if (target->GetFieldIndex(field->name()) < 0) {
+      return Status::InvalidArgument(fmt::format("column '{}' ({}) is not in the target schema",
+                                                 field->name(), field->type()->ToString()));
+    }
+  }
+  // Make checks each column against its target field: a missing non-nullable column is left
+  // as a null handle for it to report, as are mismatched types and nulls where none may be.
+  std::vector<Array> columns;
+  columns.reserve(target->num_fields());
+  for (const FieldPtr& field : target->fields()) {
+    int index = source.GetFieldIndex(field->name());
+    if (index >= 0) {
+      columns.push_back(batch.column(index));
+    } else if (field->nullable()) {
+      columns.push_back(Array::MakeNull(field->type(), batch.num_rows()));
+    } else {
+      columns.emplace_back();
+    }
+  }
+  return RecordBatch::Make(target, batch.num_rows(), std::move(columns));
 }
 
 }  // namespace strata

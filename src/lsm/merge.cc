@@ -1,5 +1,5 @@
 // Merging a shard's pending generations into the base table (see merge.h): the merge memory
-// budget, schema alignment, and the two merge steps (prepare: read + de-duplicate; commit:
+// budget and the two merge steps (prepare: read + de-duplicate; commit:
 // one guarded base commit, then drain).
 #include "lsm/merge.h"
 
@@ -135,7 +135,12 @@ MergeBudget::Reservation MergeBudget::Reserve(int64_t bytes) {
   bytes = std::max<int64_t>(bytes, 0);
   int64_t permits = Permits(bytes);
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [&] { return free_permits_ >= permits; });
+  if (free_permits_ < permits) {
+    ++waiters_;
+    waiters_changed_.notify_all();
+    cv_.wait(lock, [&] { return free_permits_ >= permits; });
+    --waiters_;
+  }
   free_permits_ -= permits;
   reserved_bytes_ += bytes;
   Reservation reservation;
@@ -143,6 +148,11 @@ MergeBudget::Reservation MergeBudget::Reserve(int64_t bytes) {
   reservation.permits_ = permits;
   reservation.bytes_ = bytes;
   return reservation;
+}
+
+void MergeBudget::WaitForWaiters(int count) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  waiters_changed_.wait(lock, [&] { return waiters_ >= count; });
 }
 
 void MergeBudget::Release(int64_t permits, int64_t bytes) {
@@ -186,45 +196,6 @@ bool MergeBudget::Reservation::TryGrowTo(int64_t bytes) {
   budget_->reserved_bytes_ += bytes - bytes_;
   bytes_ = bytes;
   return true;
-}
-
-// --- AlignBatchToSchema -----------------------------------------------------------------
-
-Result<RecordBatch> AlignBatchToSchema(const RecordBatch& batch, const SchemaPtr& target) {
-  const Schema& source = *batch.schema();
-  for (const FieldPtr& field : source.fields()) {
-    if (target->GetFieldIndex(field->name()) < 0) {
-      return Status::InvalidArgument(fmt::format("column '{}' ({}) is not in the target schema",
-                                                 field->name(), field->type()->ToString()));
-    }
-  }
-  std::vector<Array> columns;
-  columns.reserve(target->num_fields());
-  for (const FieldPtr& field : target->fields()) {
-    int index = source.GetFieldIndex(field->name());
-    if (index < 0) {
-      if (!field->nullable()) {
-        return Status::InvalidArgument(
-            fmt::format("column '{}' ({} not null) is missing and not nullable", field->name(),
-                        field->type()->ToString()));
-      }
-      columns.push_back(Array::MakeNull(field->type(), batch.num_rows()));
-      continue;
-    }
-    const Array& column = batch.column(index);
-    if (!column.type()->Equals(*field->type())) {
-      return Status::InvalidArgument(fmt::format("column '{}' has type {}, expected {}",
-                                                 field->name(), column.type()->ToString(),
-                                                 field->type()->ToString()));
-    }
-    if (!field->nullable() && column.null_count() > 0) {
-      return Status::InvalidArgument(fmt::format("column '{}' ({} not null) holds {} null(s)",
-                                                 field->name(), field->type()->ToString(),
-                                                 column.null_count()));
-    }
-    columns.push_back(column);
-  }
-  return RecordBatch::Make(target, batch.num_rows(), std::move(columns));
 }
 
 // --- PrepareMerge -----------------------------------------------------------------------

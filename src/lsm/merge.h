@@ -60,15 +60,21 @@ class MergeBudget {
   // Waits until the permits for `bytes` (capped at the whole budget) are free.
   Reservation Reserve(int64_t bytes);
 
+  // Blocks until at least `count` threads are waiting in Reserve: the sync point for tests
+  // that must know a reservation (or the merge making it) is blocked on the budget.
+  void WaitForWaiters(int count);
+
  private:
   int64_t Permits(int64_t bytes) const;
   void Release(int64_t permits, int64_t bytes);
   int64_t limit_;
   int64_t total_permits_;
   mutable std::mutex mutex_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;               // signalled when permits are released
+  std::condition_variable waiters_changed_;  // signalled when a Reserve starts waiting
   int64_t free_permits_;
   int64_t reserved_bytes_ = 0;
+  int waiters_ = 0;  // threads blocked in Reserve
 };
 
 struct MergeOptions {
@@ -127,10 +133,5 @@ Result<MergeCommitResult> CommitMerge(
     const std::shared_ptr<table::Table>& base, ShardManifestStore& manifests,
     PreparedMerge prepared,
     const std::function<void(const Uuid& shard, std::vector<std::string> paths)>& delete_files);
-
-// Aligns a batch to `target`: same names; a missing nullable column becomes all null; a
-// missing non-nullable column, an unknown column or a type mismatch is InvalidArgument
-// naming the column and both types.
-Result<RecordBatch> AlignBatchToSchema(const RecordBatch& batch, const SchemaPtr& target);
 
 }  // namespace strata::lsm

@@ -1,13 +1,13 @@
 // Tests of merging generations into the base table (merge.h): newest-wins folding, the
-// watermark recorded with the rows, draining, concurrent and crashed merges, pass bounds,
-// the merge memory budget and schema alignment.
+// watermark recorded with the rows, draining, concurrent and crashed merges, pass bounds
+// and the merge memory budget.
 #include "lsm/merge.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
+#include <latch>
 #include <map>
 #include <set>
 #include <thread>
@@ -26,7 +26,6 @@ namespace strata::lsm {
 namespace {
 
 using table::testing_util::Int64Column;
-using table::testing_util::KeyedRows;
 using table::testing_util::KeyedSchema;
 using table::testing_util::ReadAll;
 using ::testing::HasSubstr;
@@ -547,7 +546,7 @@ TEST(MergeBudgetTest, ExhaustedBudgetBlocksReserveUntilRelease) {
     MergeBudget::Reservation r = budget.Reserve(1);
     acquired = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  budget.WaitForWaiters(1);
   EXPECT_FALSE(acquired.load());
   held.reset();
   waiter.join();
@@ -559,17 +558,19 @@ TEST(MergeBudgetTest, OversizedRequestWaitsForIdleBudgetAndRunsAlone) {
   MergeBudget budget(2 * kMiB);
   auto small = std::make_unique<MergeBudget::Reservation>(budget.Reserve(1));
   std::atomic<bool> big_acquired{false};
-  std::atomic<bool> release_big{false};
+  std::latch big_holds(1);    // the big reservation is made
+  std::latch release_big(1);  // the big thread may drop it
   std::thread big([&] {
     MergeBudget::Reservation r = budget.Reserve(10 * kMiB);
     EXPECT_EQ(r.bytes(), 10 * kMiB);
     big_acquired = true;
-    while (!release_big.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    big_holds.count_down();
+    release_big.wait();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  budget.WaitForWaiters(1);
   EXPECT_FALSE(big_acquired.load());
   small.reset();
-  while (!big_acquired.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  big_holds.wait();
   EXPECT_EQ(budget.reserved_bytes(), 10 * kMiB);
   // Nothing else fits while the oversized reservation holds the whole budget.
   std::atomic<bool> other_acquired{false};
@@ -577,9 +578,9 @@ TEST(MergeBudgetTest, OversizedRequestWaitsForIdleBudgetAndRunsAlone) {
     MergeBudget::Reservation r = budget.Reserve(1);
     other_acquired = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  budget.WaitForWaiters(1);
   EXPECT_FALSE(other_acquired.load());
-  release_big = true;
+  release_big.count_down();
   big.join();
   other.join();
   EXPECT_TRUE(other_acquired.load());
@@ -602,60 +603,6 @@ TEST(MergeBudgetTest, TryGrowToTakesFreePermitsOnlyAndNeverShrinks) {
   EXPECT_EQ(budget.reserved_bytes(), 3 * kMiB);
   MergeBudget::Reservation detached;
   EXPECT_FALSE(detached.TryGrowTo(1));
-}
-
-// --- AlignBatchToSchema -------------------------------------------------------------------
-
-TEST(AlignBatchToSchemaTest, MissingNullableColumnBecomesNullAndOrderFollowsTarget) {
-  SchemaPtr target = KeyedSchema();
-  Int64Builder ids(int64());
-  ids.Append(1);
-  ids.Append(2);
-  Float64Builder scores(float64());
-  scores.Append(0.5);
-  scores.Append(1.5);
-  SchemaPtr partial = schema({field("score", float64()), field("id", int64(), false)});
-  ASSERT_OK_AND_ASSIGN(RecordBatch batch,
-                       RecordBatch::Make(partial, 2, {*scores.Finish(), *ids.Finish()}));
-  ASSERT_OK_AND_ASSIGN(RecordBatch aligned, AlignBatchToSchema(batch, target));
-  EXPECT_TRUE(aligned.schema()->Equals(*target));
-  EXPECT_EQ(Int64Column(aligned, "id"), (std::vector<int64_t>{1, 2}));
-  EXPECT_EQ(aligned.GetColumnByName("name").null_count(), 2);
-  EXPECT_EQ(aligned.GetColumnByName("score").Value<double>(1), 1.5);
-}
-
-TEST(AlignBatchToSchemaTest, MissingRequiredExtraOrMistypedColumnIsInvalidArgument) {
-  SchemaPtr target = KeyedSchema();
-  // Missing the non-nullable key.
-  RecordBatch full = KeyedRows(0, 3);
-  ASSERT_OK_AND_ASSIGN(RecordBatch no_key, full.Project({1, 2}));
-  Result<RecordBatch> missing = AlignBatchToSchema(no_key, target);
-  ASSERT_FALSE(missing.ok());
-  EXPECT_TRUE(missing.status().IsInvalidArgument());
-  EXPECT_THAT(missing.status().message(), HasSubstr("'id'"));
-
-  // An extra column.
-  SchemaPtr extra_schema = schema({field("id", int64(), false), field("name", utf8()),
-                                   field("score", float64()), field("extra", int64())});
-  ASSERT_OK_AND_ASSIGN(RecordBatch extra,
-                       RecordBatch::Make(extra_schema, 3,
-                                         {full.column(0), full.column(1), full.column(2),
-                                          Array::MakeNull(int64(), 3)}));
-  Result<RecordBatch> extra_result = AlignBatchToSchema(extra, target);
-  ASSERT_FALSE(extra_result.ok());
-  EXPECT_TRUE(extra_result.status().IsInvalidArgument());
-  EXPECT_THAT(extra_result.status().message(), HasSubstr("'extra'"));
-
-  // A type mismatch names the column and both types.
-  SchemaPtr mistyped = schema({field("id", int64(), false), field("name", int64())});
-  ASSERT_OK_AND_ASSIGN(RecordBatch wrong,
-                       RecordBatch::Make(mistyped, 3, {full.column(0), full.column(0)}));
-  Result<RecordBatch> wrong_result = AlignBatchToSchema(wrong, target);
-  ASSERT_FALSE(wrong_result.ok());
-  EXPECT_TRUE(wrong_result.status().IsInvalidArgument());
-  EXPECT_THAT(wrong_result.status().message(), HasSubstr("'name'"));
-  EXPECT_THAT(wrong_result.status().message(), HasSubstr(int64()->ToString()));
-  EXPECT_THAT(wrong_result.status().message(), HasSubstr(utf8()->ToString()));
 }
 
 }  // namespace

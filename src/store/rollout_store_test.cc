@@ -8,9 +8,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
+#include "lsm/merge.h"
 #include "store/store_test_util.h"
 
 namespace strata::store {
@@ -666,17 +669,25 @@ TEST_F(RolloutStoreTest, RepairDropsFragmentsWhoseFilesAreMissing) {
 // --- Merge vs. appends (the reference's issue #198 suite) -------------------------------
 
 TEST_F(RolloutStoreTest, AppendsSucceedAndAreNotLostWhileAMergeRuns) {
-  ASSERT_OK_AND_ASSIGN(auto rollouts, OpenRollout());
+  // The merge waits for a budget the test holds, so the first appends are known to land
+  // while it is under way (sealed, pending generations listed); the rest race its reads
+  // and commit.
+  RolloutStoreOptions options;
+  options.base.merge_budget = std::make_shared<lsm::MergeBudget>(8 << 20);
+  lsm::MergeBudget& budget = *options.base.merge_budget;
+  ASSERT_OK_AND_ASSIGN(auto rollouts, OpenRollout("solo", options));
   for (int i = 0; i < 8; ++i) {
     ASSERT_OK(rollouts->Add({AssistantRecord(fmt::format("g{}", i))}).status());
     ASSERT_OK(rollouts->Flush().status());
   }
+  std::optional<lsm::MergeBudget::Reservation> held = budget.Reserve(budget.limit_bytes());
   Result<MergeReport> merged = Status::Internal("not run");
   std::thread merge([&] { merged = rollouts->Cleanup(); });
+  budget.WaitForWaiters(1);
   int failures = 0;
   for (int i = 0; i < 40; ++i) {
+    if (i == 20) held.reset();
     if (!rollouts->Add({AssistantRecord(fmt::format("w{:02}", i))}).ok()) ++failures;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   merge.join();
   ASSERT_OK(merged.status());

@@ -363,7 +363,7 @@ Status StorageBase::Put(const std::vector<RecordBatch>& batches) {
   std::vector<RecordBatch> aligned;
   for (const RecordBatch& batch : batches) {
     if (batch.num_rows() == 0) continue;
-    STRATA_ASSIGN_OR_RETURN(RecordBatch a, lsm::AlignBatchToSchema(batch, schema));
+    STRATA_ASSIGN_OR_RETURN(RecordBatch a, AlignBatchToSchema(batch, schema));
     aligned.push_back(std::move(a));
   }
   if (aligned.empty()) return Status::OK();

@@ -113,6 +113,25 @@ Status MergeFragmentDeletions(TableContext& context, const Snapshot& base,
   return Status::OK();
 }
 
+void ApplyMetadataUpdates(const KeyValueMetadata& updates, pb::Manifest* manifest) {
+  auto* entries = manifest->mutable_metadata();
+  for (const auto& entry : updates.entries()) {
+    const std::string& key = entry.first;
+    const std::string& value = entry.second;
+    auto it = std::find_if(entries->begin(), entries->end(),
+                           [&](const pb::KeyValue& kv) { return kv.key() == key; });
+    if (value.empty()) {
+      if (it != entries->end()) entries->erase(it);
+    } else if (it != entries->end()) {
+      it->set_value(value);
+    } else {
+      pb::KeyValue* kv = entries->Add();
+      kv->set_key(key);
+      kv->set_value(value);
+    }
+  }
+}
+
 }  // namespace internal
 
 namespace {
@@ -659,22 +678,7 @@ Result<uint64_t> Table::UpdateMetadata(const KeyValueMetadata& updates) {
   auto build = [&](const internal::Snapshot& base,
                    const std::vector<pb::Transaction>&) -> Result<pb::Manifest> {
     pb::Manifest manifest = NextManifest(base);
-    auto* entries = manifest.mutable_metadata();
-    for (const auto& entry : updates.entries()) {
-      const std::string& key = entry.first;
-      const std::string& value = entry.second;
-      auto it = std::find_if(entries->begin(), entries->end(),
-                             [&](const pb::KeyValue& kv) { return kv.key() == key; });
-      if (value.empty()) {
-        if (it != entries->end()) entries->erase(it);
-      } else if (it != entries->end()) {
-        it->set_value(value);
-      } else {
-        pb::KeyValue* kv = entries->Add();
-        kv->set_key(key);
-        kv->set_value(value);
-      }
-    }
+    internal::ApplyMetadataUpdates(updates, &manifest);
     return manifest;
   };
   std::string detail;

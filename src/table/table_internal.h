@@ -165,6 +165,11 @@ Status MergeFragmentDeletions(TableContext& context, const Snapshot& base,
                               std::map<uint32_t, MergedDeletionFile>& written, DeletionMerge& merge,
                               std::vector<std::string>* new_paths);
 
+// Sets each of `updates` in `manifest`'s metadata, replacing an existing value; an empty
+// value removes the key. Table::UpdateMetadata and Upsert's metadata_updates (defined in
+// table.cc).
+void ApplyMetadataUpdates(const KeyValueMetadata& updates, pb::Manifest* manifest);
+
 Result<CompactionResult> CompactTable(TableContext& context, const SnapshotPtr& read,
                                       const CompactionOptions& options, SnapshotPtr* committed);
 Result<CleanupResult> CleanupTable(TableContext& context, const SnapshotPtr& latest,

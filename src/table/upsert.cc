@@ -76,26 +76,6 @@ std::string MetadataValue(const pb::Manifest& manifest, const std::string& key) 
   return "";
 }
 
-// Sets (or, for an empty value, removes) each of `updates` in `manifest`, as UpdateMetadata.
-void ApplyMetadata(const KeyValueMetadata& updates, pb::Manifest* manifest) {
-  auto* entries = manifest->mutable_metadata();
-  for (const auto& entry : updates.entries()) {
-    const std::string& key = entry.first;
-    const std::string& value = entry.second;
-    auto it = std::find_if(entries->begin(), entries->end(),
-                           [&](const pb::KeyValue& kv) { return kv.key() == key; });
-    if (value.empty()) {
-      if (it != entries->end()) entries->erase(it);
-    } else if (it != entries->end()) {
-      it->set_value(value);
-    } else {
-      pb::KeyValue* kv = entries->Add();
-      kv->set_key(key);
-      kv->set_value(value);
-    }
-  }
-}
-
 bool Contains(const google::protobuf::RepeatedField<uint32_t>& ids, uint32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
@@ -297,7 +277,7 @@ Result<UpsertResult> Table::Upsert(const std::vector<RecordBatch>& batches,
       segment->clear_fragment_ids();
       for (uint32_t id : ids) segment->add_fragment_ids(id);
     }
-    ApplyMetadata(options.metadata_updates, &manifest);
+    internal::ApplyMetadataUpdates(options.metadata_updates, &manifest);
     for (const auto& [id, file] : merge.replaced) transaction->add_modified_fragments(id);
     for (uint32_t id : merge.removed) transaction->add_removed_fragments(id);
     rows_deleted = merge.deleted;
