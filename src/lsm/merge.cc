@@ -122,7 +122,7 @@ MergeBudget::MergeBudget(int64_t limit_bytes)
       free_permits_(total_permits_) {}
 
 int64_t MergeBudget::reserved_bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return reserved_bytes_;
 }
 
@@ -134,8 +134,8 @@ int64_t MergeBudget::Permits(int64_t bytes) const {
 MergeBudget::Reservation MergeBudget::Reserve(int64_t bytes) {
   bytes = std::max<int64_t>(bytes, 0);
   int64_t permits = Permits(bytes);
-  std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [&] { return free_permits_ >= permits; });
+  MutexLock lock(mutex_);
+  while (free_permits_ < permits) released_.Wait(mutex_);
   free_permits_ -= permits;
   reserved_bytes_ += bytes;
   Reservation reservation;
@@ -147,11 +147,11 @@ MergeBudget::Reservation MergeBudget::Reserve(int64_t bytes) {
 
 void MergeBudget::Release(int64_t permits, int64_t bytes) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     free_permits_ += permits;
     reserved_bytes_ -= bytes;
   }
-  cv_.notify_all();
+  released_.SignalAll();
 }
 
 MergeBudget::Reservation::Reservation(Reservation&& other) noexcept
@@ -176,7 +176,7 @@ MergeBudget::Reservation::~Reservation() {
 bool MergeBudget::Reservation::TryGrowTo(int64_t bytes) {
   if (bytes <= bytes_) return true;  // never shrinks; already large enough
   if (budget_ == nullptr) return false;
-  std::lock_guard<std::mutex> lock(budget_->mutex_);
+  MutexLock lock(budget_->mutex_);
   int64_t needed = budget_->Permits(bytes) - permits_;
   if (needed > budget_->free_permits_) return false;
   if (needed > 0) {
