@@ -22,19 +22,128 @@ if(STRATA_BUILD_FUZZ)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
-# strata_library(NAME <layer> DEPS <targets...>)
+# Include boundaries. Headers are included as "<layer>/foo.h", but src/ itself is on no
+# include path. Each layer's views are symlinks under <build>/layers/<layer>/:
+#   private/<layer>        -> src/<layer>: the whole layer, for its own sources and tests;
+#   exported/<layer>/*.h   -> the headers listed in EXPORTED_HEADERS: for the libraries and
+#                             tests of the layers above it (and their GENERATED headers);
+#   test-exported/<layer>/*.h -> TEST_EXPORTED_HEADERS: for the tests above it only.
+# The CLI, benchmarks, examples and fuzzers see include/strata only. Including anything
+# else fails to compile ("lsm/wal_internal.h: No such file or directory"); the probes in
+# tests/layering check that it does.
+set(STRATA_LAYER_VIEWS ${CMAKE_BINARY_DIR}/layers)
+
+# strata_library(NAME <layer> DEPS <targets...> [PRIVATE_DEPS <targets...>]
+#                [EXPORTED_HEADERS <layer>/a.h ...] [TEST_EXPORTED_HEADERS <layer>/b.h ...]
+#                [GENERATED <targets...>])
 # Builds every *.cc in the current folder except tests, fuzzers and mains into strata_<layer>.
+# DEPS are the lower layers (strata::<layer>) and other libraries the layer's public headers
+# need. GENERATED are libraries of generated code (protobuf) whose headers the layer uses and,
+# with its EXPORTED_HEADERS, the layers above it. An exported header must only include
+# headers of its own layer that are exported too (checked here).
 function(strata_library)
-  cmake_parse_arguments(ARG "" "NAME" "DEPS;PRIVATE_DEPS;EXTRA_SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG ""
+    "NAME" "DEPS;PRIVATE_DEPS;EXTRA_SOURCES;EXPORTED_HEADERS;TEST_EXPORTED_HEADERS;GENERATED"
+    ${ARGN})
+  set(_layer ${ARG_NAME})
   file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
   list(FILTER _srcs EXCLUDE REGEX "(_test|_fuzz|_main)\\.cc$")
-  add_library(strata_${ARG_NAME} STATIC ${_srcs} ${ARG_EXTRA_SOURCES})
-  add_library(strata::${ARG_NAME} ALIAS strata_${ARG_NAME})
-  target_include_directories(strata_${ARG_NAME}
-    PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
-  target_compile_options(strata_${ARG_NAME} PRIVATE ${STRATA_WARNINGS})
-  target_link_libraries(strata_${ARG_NAME} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
-  strata_layer_tests(${ARG_NAME})
+  add_library(strata_${_layer} STATIC ${_srcs} ${ARG_EXTRA_SOURCES})
+  add_library(strata::${_layer} ALIAS strata_${_layer})
+
+  # The lower layers this one may see into: its strata DEPS and everything they may see.
+  set(_lower "")
+  foreach(_dep IN LISTS ARG_DEPS)
+    if(_dep MATCHES "^strata(::|_)([a-z]+)$")
+      get_property(_known GLOBAL PROPERTY STRATA_LAYER_LOWER_${CMAKE_MATCH_2} SET)
+      if(_known)
+        get_property(_dep_lower GLOBAL PROPERTY STRATA_LAYER_LOWER_${CMAKE_MATCH_2})
+        list(APPEND _lower ${CMAKE_MATCH_2} ${_dep_lower})
+      endif()
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES _lower)
+  set_property(GLOBAL PROPERTY STRATA_LAYER_LOWER_${_layer} "${_lower}")
+
+  set(_views ${STRATA_LAYER_VIEWS}/${_layer})
+  file(MAKE_DIRECTORY ${_views}/private)
+  file(CREATE_LINK ${CMAKE_CURRENT_SOURCE_DIR} ${_views}/private/${_layer} SYMBOLIC)
+  _strata_export_headers(${_layer} exported "${ARG_EXPORTED_HEADERS}" "")
+  _strata_export_headers(${_layer} test-exported "${ARG_TEST_EXPORTED_HEADERS}"
+    "${ARG_EXPORTED_HEADERS}")
+
+  add_library(strata_${_layer}_exported_headers INTERFACE)
+  target_include_directories(strata_${_layer}_exported_headers INTERFACE ${_views}/exported)
+  target_link_libraries(strata_${_layer}_exported_headers INTERFACE ${ARG_GENERATED})
+  add_library(strata_${_layer}_test_exported_headers INTERFACE)
+  target_include_directories(strata_${_layer}_test_exported_headers
+    INTERFACE ${_views}/test-exported)
+
+  # What the layer's own sources and tests see.
+  add_library(strata_${_layer}_internal_headers INTERFACE)
+  target_include_directories(strata_${_layer}_internal_headers INTERFACE ${_views}/private)
+  target_link_libraries(strata_${_layer}_internal_headers INTERFACE ${ARG_GENERATED})
+  foreach(_l IN LISTS _lower)
+    target_link_libraries(strata_${_layer}_internal_headers INTERFACE
+      strata_${_l}_exported_headers)
+  endforeach()
+
+  target_include_directories(strata_${_layer} PUBLIC ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(strata_${_layer} PRIVATE ${STRATA_WARNINGS})
+  # PRIVATE: a static library's private dependencies are still linked into its users, but
+  # their include directories do not reach them.
+  target_link_libraries(strata_${_layer} PUBLIC ${ARG_DEPS}
+    PRIVATE ${ARG_PRIVATE_DEPS} strata_${_layer}_internal_headers)
+  strata_layer_tests(${_layer})
+endfunction()
+
+# Materialises <build>/layers/<layer>/<kind>/<layer>/<header> as symlinks to src/<layer>/.
+# `also_visible` are headers an entry may include besides the ones in `headers`.
+function(_strata_export_headers layer kind headers also_visible)
+  set(_dir ${STRATA_LAYER_VIEWS}/${layer}/${kind})
+  file(REMOVE_RECURSE ${_dir})
+  file(MAKE_DIRECTORY ${_dir}/${layer})
+  foreach(_h IN LISTS headers)
+    if(NOT _h MATCHES "^${layer}/[^/]+\\.h$")
+      message(FATAL_ERROR "strata_library(${layer}): '${_h}' is not a header of the layer "
+        "(write ${layer}/<file>.h)")
+    endif()
+    set(_src ${PROJECT_SOURCE_DIR}/src/${_h})
+    if(NOT EXISTS ${_src})
+      message(FATAL_ERROR "strata_library(${layer}): exported header ${_h} does not exist")
+    endif()
+    # An exported header that includes an unexported one of its layer would fail to compile
+    # in every user; say so here instead.
+    file(STRINGS ${_src} _includes REGEX "^#include \"${layer}/")
+    foreach(_line IN LISTS _includes)
+      string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" _inc "${_line}")
+      if(NOT _inc MATCHES "(\\.pb\\.h|_generated\\.h)$" AND NOT _inc IN_LIST headers
+          AND NOT _inc IN_LIST also_visible)
+        message(FATAL_ERROR "strata_library(${layer}): ${_h} is exported but includes ${_inc}, "
+          "which is not; export it too")
+      endif()
+    endforeach()
+    file(CREATE_LINK ${_src} ${_dir}/${_h} SYMBOLIC)
+  endforeach()
+endfunction()
+
+# strata_test_headers(<target> [PUBLIC] <layer>...): lets a test target or test helper
+# outside src/ include what <layer> and the layers below it export to tests (EXPORTED_HEADERS
+# and TEST_EXPORTED_HEADERS). PUBLIC passes that on to the target's users (a test library).
+function(strata_test_headers target)
+  set(_scope PRIVATE)
+  set(_layers ${ARGN})
+  if(_layers AND "${ARGV1}" STREQUAL "PUBLIC")
+    set(_scope PUBLIC)
+    list(REMOVE_AT _layers 0)
+  endif()
+  foreach(_l IN LISTS _layers)
+    get_property(_lower GLOBAL PROPERTY STRATA_LAYER_LOWER_${_l})
+    foreach(_v IN LISTS _l _lower)
+      target_link_libraries(${target} ${_scope} strata_${_v}_exported_headers
+        strata_${_v}_test_exported_headers)
+    endforeach()
+  endforeach()
 endfunction()
 
 # Every *_test.cc beside a layer's code becomes one test binary per layer.
@@ -48,8 +157,13 @@ function(strata_layer_tests layer)
   endif()
   add_executable(${layer}_test ${_tests})
   target_compile_options(${layer}_test PRIVATE ${STRATA_WARNINGS})
-  target_link_libraries(${layer}_test PRIVATE strata_${layer} strata_testing GTest::gmock_main
-    nlohmann_json::nlohmann_json)
+  target_link_libraries(${layer}_test PRIVATE strata_${layer} strata_${layer}_internal_headers
+    strata_testing GTest::gmock_main nlohmann_json::nlohmann_json)
+  # The tests also see what the lower layers export to tests only (test doubles, helpers).
+  get_property(_lower GLOBAL PROPERTY STRATA_LAYER_LOWER_${layer})
+  foreach(_l IN LISTS _lower)
+    target_link_libraries(${layer}_test PRIVATE strata_${_l}_test_exported_headers)
+  endforeach()
   gtest_discover_tests(${layer}_test DISCOVERY_TIMEOUT 60
     PROPERTIES LABELS ${layer} ENVIRONMENT "STRATA_TEST_TMPDIR=${CMAKE_BINARY_DIR}/test-tmp")
 endfunction()

@@ -89,11 +89,15 @@ Status ValidateObjectKey(std::string_view key);
 // Prefixes may be empty (everything) or end with '/'; otherwise validated like keys.
 Status ValidateObjectPrefix(std::string_view prefix);
 
+class RandomSource;  // src/util/clock.h
+
 struct LocalObjectStoreOptions {
   // fsync files and directories on every put. Off = "process" durability (page cache only).
   bool sync = true;
   // Map objects larger than this into memory on Get instead of reading them.
   int64_t mmap_threshold = 1 << 20;
+  // Draws the store's temporary-file nonce; null = SystemRandom(). Used only while opening.
+  RandomSource* random = nullptr;
 };
 
 // Objects are files under `root` (created if missing): a put writes a temporary file

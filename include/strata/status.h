@@ -127,6 +127,9 @@ class [[nodiscard]] Result {
 
   bool ok() const { return storage_.index() == 1; }
 
+  // Drops the value or the error on purpose.
+  void IgnoreError() const {}
+
   // OK when a value is held.
   Status status() const& { return ok() ? Status::OK() : std::get<0>(storage_); }
   Status status() && { return ok() ? Status::OK() : std::get<0>(std::move(storage_)); }

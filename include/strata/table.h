@@ -38,6 +38,11 @@
 #include "strata/status.h"
 #include "strata/type.h"
 
+namespace strata {
+class Clock;         // src/util/clock.h
+class RandomSource;  // src/util/clock.h
+}  // namespace strata
+
 namespace strata::table {
 
 // Field metadata marking the primary-key column ("true", "1" or "yes", case-insensitive).
@@ -80,6 +85,10 @@ struct TableOptions {
   int commit_retries = 20;
   // Bytes of decoded data-file footers and key-index segments a handle keeps cached.
   int64_t cache_bytes = int64_t{256} << 20;
+  // Time (manifest timestamps, the cleanup cutoff) and randomness (table and transaction
+  // UUIDs); null = the system clock and SystemRandom(). Not owned: must outlive the handle.
+  Clock* clock = nullptr;
+  RandomSource* random = nullptr;
 };
 
 struct ScanOptions {
@@ -227,7 +236,7 @@ struct CleanupOptions {
   int64_t older_than_micros = int64_t{14} * 24 * 3600 * 1000000;
   // ...but the newest `keep_at_least` versions (at least 1: the latest) always stay.
   int keep_at_least = 1;
-  // The reference time; 0 = the system clock.
+  // The reference time; 0 = the table's clock (TableOptions::clock).
   int64_t now_micros = 0;
   // Also delete files under data/, _deletions/ and _indices/ that no manifest references.
   // Only safe when no commit is in flight: an uncommitted append's files look the same.

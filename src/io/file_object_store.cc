@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <random>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "util/clock.h"
 #include "util/mutex.h"
 
 namespace strata::io {
@@ -84,8 +84,8 @@ class FileObjectStore final : public ObjectStore {
  public:
   FileObjectStore(std::shared_ptr<FileSystem> fs, std::string root, LocalObjectStoreOptions options)
       : fs_(std::move(fs)), root_(std::move(root)), options_(options) {
-    std::random_device random;
-    nonce_ = (static_cast<uint64_t>(random()) << 32) ^ random();
+    RandomSource* random = options_.random != nullptr ? options_.random : SystemRandom();
+    nonce_ = random->Next();
   }
 
   // Creates the root and makes its entry durable.

@@ -122,7 +122,7 @@ MergeBudget::MergeBudget(int64_t limit_bytes)
       free_permits_(total_permits_) {}
 
 int64_t MergeBudget::reserved_bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return reserved_bytes_;
 }
 
@@ -134,11 +134,11 @@ int64_t MergeBudget::Permits(int64_t bytes) const {
 MergeBudget::Reservation MergeBudget::Reserve(int64_t bytes) {
   bytes = std::max<int64_t>(bytes, 0);
   int64_t permits = Permits(bytes);
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (free_permits_ < permits) {
     ++waiters_;
-    waiters_changed_.notify_all();
-    cv_.wait(lock, [&] { return free_permits_ >= permits; });
+    waiters_changed_.SignalAll();
+    while (free_permits_ < permits) released_.Wait(mutex_);
     --waiters_;
   }
   free_permits_ -= permits;
@@ -151,17 +151,17 @@ MergeBudget::Reservation MergeBudget::Reserve(int64_t bytes) {
 }
 
 void MergeBudget::WaitForWaiters(int count) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  waiters_changed_.wait(lock, [&] { return waiters_ >= count; });
+  MutexLock lock(mutex_);
+  while (waiters_ < count) waiters_changed_.Wait(mutex_);
 }
 
 void MergeBudget::Release(int64_t permits, int64_t bytes) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     free_permits_ += permits;
     reserved_bytes_ -= bytes;
   }
-  cv_.notify_all();
+  released_.SignalAll();
 }
 
 MergeBudget::Reservation::Reservation(Reservation&& other) noexcept
@@ -186,7 +186,7 @@ MergeBudget::Reservation::~Reservation() {
 bool MergeBudget::Reservation::TryGrowTo(int64_t bytes) {
   if (bytes <= bytes_) return true;  // never shrinks; already large enough
   if (budget_ == nullptr) return false;
-  std::lock_guard<std::mutex> lock(budget_->mutex_);
+  MutexLock lock(budget_->mutex_);
   int64_t needed = budget_->Permits(bytes) - permits_;
   if (needed > budget_->free_permits_) return false;
   if (needed > 0) {

@@ -10,10 +10,8 @@
 // twice; the next merge sees the watermark, commits nothing and just drains.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +24,7 @@
 #include "strata/record_batch.h"
 #include "strata/status.h"
 #include "strata/table.h"
+#include "util/mutex.h"
 #include "util/uuid.h"
 
 namespace strata::lsm {
@@ -37,7 +36,7 @@ class MergeBudget {
  public:
   explicit MergeBudget(int64_t limit_bytes);
   int64_t limit_bytes() const { return limit_; }
-  int64_t reserved_bytes() const;
+  int64_t reserved_bytes() const STRATA_EXCLUDES(mutex_);
 
   class Reservation {
    public:
@@ -58,23 +57,23 @@ class MergeBudget {
   };
 
   // Waits until the permits for `bytes` (capped at the whole budget) are free.
-  Reservation Reserve(int64_t bytes);
+  Reservation Reserve(int64_t bytes) STRATA_EXCLUDES(mutex_);
 
   // Blocks until at least `count` threads are waiting in Reserve: the sync point for tests
   // that must know a reservation (or the merge making it) is blocked on the budget.
-  void WaitForWaiters(int count);
+  void WaitForWaiters(int count) STRATA_EXCLUDES(mutex_);
 
  private:
   int64_t Permits(int64_t bytes) const;
-  void Release(int64_t permits, int64_t bytes);
-  int64_t limit_;
-  int64_t total_permits_;
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;               // signalled when permits are released
-  std::condition_variable waiters_changed_;  // signalled when a Reserve starts waiting
-  int64_t free_permits_;
-  int64_t reserved_bytes_ = 0;
-  int waiters_ = 0;  // threads blocked in Reserve
+  void Release(int64_t permits, int64_t bytes) STRATA_EXCLUDES(mutex_);
+  const int64_t limit_;
+  const int64_t total_permits_;
+  mutable Mutex mutex_;
+  CondVar released_;         // signalled whenever permits are returned
+  CondVar waiters_changed_;  // signalled when a Reserve starts waiting
+  int64_t free_permits_ STRATA_GUARDED_BY(mutex_);
+  int64_t reserved_bytes_ STRATA_GUARDED_BY(mutex_) = 0;
+  int waiters_ STRATA_GUARDED_BY(mutex_) = 0;  // threads blocked in Reserve
 };
 
 struct MergeOptions {

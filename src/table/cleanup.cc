@@ -56,7 +56,8 @@ Result<CleanupResult> CleanupTable(TableContext& context, const SnapshotPtr& lat
     return Status::InvalidArgument(fmt::format(
         "cleanup: older_than_micros must not be negative (got {})", options.older_than_micros));
   }
-  const int64_t now = options.now_micros != 0 ? options.now_micros : SystemClock()->NowMicros();
+  Clock* clock = context.options.clock != nullptr ? context.options.clock : SystemClock();
+  const int64_t now = options.now_micros != 0 ? options.now_micros : clock->NowMicros();
   const int64_t cutoff = now - options.older_than_micros;
   const size_t keep_at_least = static_cast<size_t>(std::max(1, options.keep_at_least));
 

@@ -378,13 +378,14 @@ Result<CompactionResult> CompactTable(TableContext& context, const SnapshotPtr& 
     STRATA_ASSIGN_OR_RETURN(WrittenFragments written, writer->Finish());
     if (RewriteChangesNothing(group, read->manifest, written.fragments)) {
       // Nothing references the new files; remove them rather than leave them to cleanup.
+      // A failed delete only leaves an unreferenced file that cleanup removes later.
       for (const pb::Fragment& fragment : written.fragments) {
         for (const pb::DataFile& file : fragment.files()) {
-          (void)context.store->Delete(context.prefix + file.path());
+          context.store->Delete(context.prefix + file.path()).IgnoreError();
         }
       }
       if (written.key_segment) {
-        (void)context.store->Delete(context.prefix + written.key_segment->path());
+        context.store->Delete(context.prefix + written.key_segment->path()).IgnoreError();
       }
       continue;
     }
@@ -461,9 +462,10 @@ Result<CompactionResult> CompactTable(TableContext& context, const SnapshotPtr& 
     }
   }
   // The writers' own segments were merged (or there is no key index): nothing will reference
-  // them, so remove them now rather than leave them to cleanup.
+  // them, so remove them now rather than leave them to cleanup (which also catches any
+  // that fail to delete here).
   for (const std::optional<pb::KeySegment>& segment : written_segments) {
-    if (segment) (void)context.store->Delete(context.prefix + segment->path());
+    if (segment) context.store->Delete(context.prefix + segment->path()).IgnoreError();
   }
 
   // --- Commit ---------------------------------------------------------------------------

@@ -22,6 +22,7 @@
 #include "table/deletion_file.h"
 #include "table/format.h"
 #include "table/table_internal.h"
+#include "util/clock.h"
 
 namespace strata::table {
 namespace {
@@ -268,6 +269,31 @@ TEST_F(MaintenanceTest, CleanupByAgeRemovesOnlyVersionsCommittedBeforeTheCutoff)
   EXPECT_EQ(remaining.front(), expect_removed + 1);
   EXPECT_EQ(remaining.back(), 5u);
   EXPECT_EQ(IdsAt(3), Range(0, 20));
+}
+
+TEST(TableClockTest, CleanupReadsTheClockOfTheTableOptions) {
+  constexpr int64_t kLongAgo = 1'000'000'000;                         // 1970
+  constexpr int64_t kFarFuture = int64_t{4'000'000'000} * 1'000'000;  // 2096
+  ManualClock clock(kLongAgo);
+  SeededRandom random(7);
+  TableOptions options;
+  options.clock = &clock;
+  options.random = &random;
+  Result<std::shared_ptr<Table>> table =
+      Table::Create(NewMemoryObjectStore(), std::string(kPrefix), TestSchema(), options);
+  ASSERT_TRUE(table.ok()) << table.status();
+  ASSERT_TRUE((*table)->Append({Rows(0, 10)}).ok());
+
+  // By the table's clock no version is older than "now"; by the system clock version 1 is.
+  CleanupOptions cleanup;
+  cleanup.older_than_micros = 0;
+  Result<CleanupResult> cleaned = (*table)->CleanupOldVersions(cleanup);
+  ASSERT_TRUE(cleaned.ok()) << cleaned.status();
+  EXPECT_EQ(cleaned->versions_removed, 0);
+  clock.Set(kFarFuture);
+  cleaned = (*table)->CleanupOldVersions(cleanup);
+  ASSERT_TRUE(cleaned.ok()) << cleaned.status();
+  EXPECT_EQ(cleaned->versions_removed, 1);  // the newest version always stays
 }
 
 TEST_F(MaintenanceTest, CleanupKeepsFilesKeptVersionsUseAndDeletesFilesOnlyOldVersionsUsed) {

@@ -414,11 +414,13 @@ Result<std::shared_ptr<Table>> Table::Create(std::shared_ptr<ObjectStore> store,
   manifest.set_version(1);
   manifest.set_next_fragment_id(0);
   manifest.set_next_field_id(schema->num_fields());
-  manifest.set_timestamp_micros(SystemClock()->NowMicros());
-  manifest.set_table_uuid(UuidV4(*SystemRandom()).ToString());
+  Clock& clock = options.clock != nullptr ? *options.clock : *SystemClock();
+  RandomSource& random = options.random != nullptr ? *options.random : *SystemRandom();
+  manifest.set_timestamp_micros(clock.NowMicros());
+  manifest.set_table_uuid(UuidV4(random).ToString());
   pb::Transaction* transaction = manifest.mutable_transaction();
   transaction->set_operation("create");
-  transaction->set_uuid(UuidV4(*SystemRandom()).ToString());
+  transaction->set_uuid(UuidV4(random).ToString());
   STRATA_ASSIGN_OR_RETURN(SnapshotPtr snapshot,
                           internal::CommitCreate(*store, prefix, std::move(manifest)));
   auto impl = std::make_unique<Impl>();

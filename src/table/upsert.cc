@@ -102,7 +102,8 @@ Result<std::vector<uint64_t>> SelectInNewFragments(
 // Files an attempt wrote that no manifest references when the upsert commits nothing.
 void DeleteQuietly(ObjectStore& store, const std::string& prefix,
                    const std::vector<std::string>& paths) {
-  for (const std::string& path : paths) (void)store.Delete(prefix + path);
+  // Best effort: a file left behind is unreferenced, and cleanup removes it later.
+  for (const std::string& path : paths) store.Delete(prefix + path).IgnoreError();
 }
 
 }  // namespace
