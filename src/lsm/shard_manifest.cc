@@ -132,14 +132,16 @@ Result<bool> ShardManifestStore::Publish(const pb::ShardManifest& next) {
     if (!base_exists) {
       // Either a stray copy behind the chain, or the chain already moved far past it. Both
       // are safe to remove (cleanup would soon), and the caller retries on the latest.
-      (void)store_->Delete(key);
+      // Best effort: a copy left behind is removed by the next cleanup.
+      store_->Delete(key).IgnoreError();
       return false;
     }
   }
-  (void)io::WriteVersionHint(*store_, layout_.hint_key, version);  // advisory
+  // The hint is advisory: readers that find it stale or missing probe or list.
+  io::WriteVersionHint(*store_, layout_.hint_key, version).IgnoreError();
   if (retained_versions_ > 0 && version > retained_versions_) {
     // Best effort: a later write retries what fails now.
-    (void)io::DeleteVersionsBefore(*store_, layout_, version - retained_versions_ + 1);
+    io::DeleteVersionsBefore(*store_, layout_, version - retained_versions_ + 1).IgnoreError();
   }
   return true;
 }

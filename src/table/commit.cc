@@ -57,14 +57,17 @@ io::VersionChainLayout ChainLayout(const std::string& prefix) {
   return layout;
 }
 
-void Backoff(int attempt) { io::Backoff(kCommitBackoff, attempt, SystemClock(), SystemRandom()); }
+Clock& ClockOr(Clock* clock) { return clock != nullptr ? *clock : *SystemClock(); }
+RandomSource& RandomOr(RandomSource* random) {
+  return random != nullptr ? *random : *SystemRandom();
+}
 
 // Fills what CommitWithRetry / CommitCreate own in a manifest the builder returned.
 void StampManifest(pb::Manifest* manifest, uint64_t version, uint64_t read_version,
-                   const std::string& operation, const std::string& detail,
-                   const std::string& uuid) {
+                   const std::string& operation, const std::string& detail, const std::string& uuid,
+                   Clock& clock) {
   manifest->set_version(version);
-  manifest->set_timestamp_micros(SystemClock()->NowMicros());
+  manifest->set_timestamp_micros(clock.NowMicros());
   pb::Transaction* txn = manifest->mutable_transaction();
   txn->set_read_version(read_version);
   txn->set_version(version);
@@ -153,6 +156,8 @@ Status WriteLatestHint(ObjectStore& store, const std::string& prefix, uint64_t v
 
 Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& prefix,
                                       const SnapshotPtr& read, const CommitRequest& request) {
+  Clock& clock = ClockOr(request.clock);
+  RandomSource& random = RandomOr(request.random);
   if (!read) return Status::InvalidArgument("commit without a read version");
   if (!request.build) return Status::InvalidArgument("commit without a manifest builder");
   SnapshotPtr base = read;
@@ -171,13 +176,15 @@ Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& pre
   for (int attempt = 0;; ++attempt) {
     STRATA_ASSIGN_OR_RETURN(pb::Manifest manifest, request.build(*base, intervening));
     const uint64_t version = base->version() + 1;
-    const std::string uuid = UuidV7(*SystemClock(), *SystemRandom()).ToString();
-    StampManifest(&manifest, version, read->version(), request.operation, request.detail, uuid);
+    const std::string uuid = UuidV7(clock, random).ToString();
+    StampManifest(&manifest, version, read->version(), request.operation, request.detail, uuid,
+                  clock);
     STRATA_ASSIGN_OR_RETURN(SnapshotPtr built, CheckBuilt(std::move(manifest), request.operation));
     const std::string key = prefix + ManifestKey(version);
     Status put = store.PutIfAbsent(key, EncodeManifest(built->manifest));
     if (put.ok() || (!put.IsAlreadyExists() && ManifestIsOurs(store, key, uuid))) {
-      (void)WriteLatestHint(store, prefix, version);  // advisory
+      // The hint is advisory (readers probe past a stale one): a failed write costs nothing.
+      WriteLatestHint(store, prefix, version).IgnoreError();
       return CommitOutcome{std::move(built), attempt + 1};
     }
     if (!put.IsAlreadyExists()) return put;
@@ -189,7 +196,7 @@ Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& pre
           "retries",
           request.operation, version, attempt));
     }
-    Backoff(attempt);
+    io::Backoff(kCommitBackoff, attempt, &clock, &random);
     // Catch up with the newest version. Loading many versions takes a while, so look again
     // afterwards: the shorter the time between finding the latest version and the put, the
     // better the next attempt's chance under heavy contention.
@@ -211,7 +218,7 @@ Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& pre
         // A store that retries internally may report our own earlier put as AlreadyExists.
         if (v == version && txn->uuid() == uuid) {
           STRATA_ASSIGN_OR_RETURN(SnapshotPtr ours, LoadVersion(store, prefix, v));
-          (void)WriteLatestHint(store, prefix, version);
+          WriteLatestHint(store, prefix, version).IgnoreError();  // advisory, as above
           return CommitOutcome{std::move(ours), attempt + 1};
         }
         intervening.push_back(std::move(*txn));
@@ -219,7 +226,7 @@ Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& pre
       Result<SnapshotPtr> loaded = LoadVersion(store, prefix, latest);
       if (!loaded.ok()) return loaded.status().IsNotFound() ? removed(latest) : loaded.status();
       if (latest == version && (*loaded)->manifest.transaction().uuid() == uuid) {
-        (void)WriteLatestHint(store, prefix, version);
+        WriteLatestHint(store, prefix, version).IgnoreError();  // advisory, as above
         return CommitOutcome{std::move(*loaded), attempt + 1};
       }
       intervening.push_back((*loaded)->manifest.transaction());
@@ -230,12 +237,12 @@ Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& pre
 }
 
 Result<SnapshotPtr> CommitCreate(ObjectStore& store, const std::string& prefix,
-                                 pb::Manifest manifest) {
-  if (manifest.table_uuid().empty()) {
-    manifest.set_table_uuid(UuidV4(*SystemRandom()).ToString());
-  }
-  const std::string uuid = UuidV7(*SystemClock(), *SystemRandom()).ToString();
-  StampManifest(&manifest, 1, 0, "create", manifest.transaction().detail(), uuid);
+                                 pb::Manifest manifest, Clock* clock_in, RandomSource* random_in) {
+  Clock& clock = ClockOr(clock_in);
+  RandomSource& random = RandomOr(random_in);
+  if (manifest.table_uuid().empty()) manifest.set_table_uuid(UuidV4(random).ToString());
+  const std::string uuid = UuidV7(clock, random).ToString();
+  StampManifest(&manifest, 1, 0, "create", manifest.transaction().detail(), uuid, clock);
   STRATA_ASSIGN_OR_RETURN(SnapshotPtr built, CheckBuilt(std::move(manifest), "create"));
   const std::string key = prefix + ManifestKey(1);
   Status put = store.PutIfAbsent(key, EncodeManifest(built->manifest));
@@ -244,7 +251,7 @@ Result<SnapshotPtr> CommitCreate(ObjectStore& store, const std::string& prefix,
         fmt::format("a table already exists at {}", TableLocation(store, prefix)));
   }
   if (!put.ok() && !ManifestIsOurs(store, key, uuid)) return put;
-  (void)WriteLatestHint(store, prefix, 1);
+  WriteLatestHint(store, prefix, 1).IgnoreError();  // advisory, as in Commit
   return built;
 }
 

@@ -20,6 +20,7 @@
 #include "strata/status.h"
 #include "table/format.h"
 #include "table/manifest.pb.h"
+#include "util/clock.h"
 
 namespace strata::table::internal {
 
@@ -59,6 +60,10 @@ struct CommitRequest {
   std::string detail;     // recorded in the transaction
   int max_retries = 20;
   ManifestBuilder build;
+  // Version timestamps, transaction ids and backoff come from these (TableOptions'; null =
+  // the system sources).
+  Clock* clock = nullptr;
+  RandomSource* random = nullptr;
 };
 
 struct CommitOutcome {
@@ -76,7 +81,8 @@ Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& pre
 
 // Writes version 1. AlreadyExists when the table exists.
 Result<SnapshotPtr> CommitCreate(ObjectStore& store, const std::string& prefix,
-                                 pb::Manifest manifest);
+                                 pb::Manifest manifest, Clock* clock = nullptr,
+                                 RandomSource* random = nullptr);
 
 // Conflict helpers for builders: the first intervening transaction (and the fragment) that
 // removed or changed one of `fragments`, described for an error message, or nullopt.

@@ -477,6 +477,8 @@ Result<CompactionResult> CompactTable(TableContext& context, const SnapshotPtr& 
           : fmt::format("rewrote {} fragments in {} groups", rewrite.source_ids.size(),
                         rewrite.groups.size());
   request.max_retries = context.options.commit_retries;
+  request.clock = context.options.clock;
+  request.random = context.options.random;
   request.build = [&rewrite](const Snapshot& base,
                              const std::vector<pb::Transaction>& intervening) {
     return BuildManifest(rewrite, base, intervening);

@@ -296,6 +296,29 @@ TEST(TableClockTest, CleanupReadsTheClockOfTheTableOptions) {
   EXPECT_EQ(cleaned->versions_removed, 1);  // the newest version always stays
 }
 
+TEST(TableClockTest, VersionsAreStampedByTheClockOfTheTableOptions) {
+  constexpr int64_t kStart = 1'500'000'000'000'000;
+  ManualClock clock(kStart);
+  SeededRandom random(11);
+  TableOptions options;
+  options.clock = &clock;
+  options.random = &random;
+  Result<std::shared_ptr<Table>> table =
+      Table::Create(NewMemoryObjectStore(), std::string(kPrefix), TestSchema(), options);
+  ASSERT_TRUE(table.ok()) << table.status();
+  clock.Advance(std::chrono::seconds(90));
+  ASSERT_TRUE((*table)->Append({Rows(0, 10)}).ok());
+  clock.Advance(std::chrono::seconds(30));
+  ASSERT_TRUE((*table)->Delete("id < 3").ok());
+
+  Result<std::vector<VersionInfo>> versions = (*table)->ListVersions();
+  ASSERT_TRUE(versions.ok()) << versions.status();
+  ASSERT_EQ(versions->size(), 3u);
+  EXPECT_EQ((*versions)[0].timestamp_micros, kStart);
+  EXPECT_EQ((*versions)[1].timestamp_micros, kStart + 90'000'000);
+  EXPECT_EQ((*versions)[2].timestamp_micros, kStart + 120'000'000);
+}
+
 TEST_F(MaintenanceTest, CleanupKeepsFilesKeptVersionsUseAndDeletesFilesOnlyOldVersionsUsed) {
   Append(0, 100);     // v2: fragment A
   Append(100, 100);   // v3: fragment B

@@ -61,6 +61,8 @@ Result<SnapshotPtr> Commit(Table::Impl& impl, const SnapshotPtr& read, std::stri
   request.detail = std::move(detail);
   request.max_retries = impl.context->options.commit_retries;
   request.build = std::move(build);
+  request.clock = impl.context->options.clock;
+  request.random = impl.context->options.random;
   STRATA_ASSIGN_OR_RETURN(
       internal::CommitOutcome outcome,
       internal::CommitWithRetry(*impl.context->store, impl.context->prefix, read, request));
@@ -421,8 +423,9 @@ Result<std::shared_ptr<Table>> Table::Create(std::shared_ptr<ObjectStore> store,
   pb::Transaction* transaction = manifest.mutable_transaction();
   transaction->set_operation("create");
   transaction->set_uuid(UuidV4(random).ToString());
-  STRATA_ASSIGN_OR_RETURN(SnapshotPtr snapshot,
-                          internal::CommitCreate(*store, prefix, std::move(manifest)));
+  STRATA_ASSIGN_OR_RETURN(
+      SnapshotPtr snapshot,
+      internal::CommitCreate(*store, prefix, std::move(manifest), options.clock, options.random));
   auto impl = std::make_unique<Impl>();
   impl->context =
       std::make_shared<internal::TableContext>(std::move(store), std::move(prefix), options);

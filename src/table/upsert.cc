@@ -290,6 +290,8 @@ Result<UpsertResult> Table::Upsert(const std::vector<RecordBatch>& batches,
   request.detail = fmt::format("{}: {} rows, {} delete keys", key_field.name(), written.rows,
                                options.delete_keys.size());
   request.max_retries = context.options.commit_retries;
+  request.clock = context.options.clock;
+  request.random = context.options.random;
   request.build = build;
   Result<internal::CommitOutcome> outcome =
       internal::CommitWithRetry(*context.store, context.prefix, read, request);

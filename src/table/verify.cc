@@ -167,6 +167,8 @@ Result<RepairReport> RepairTable(TableContext& context, const SnapshotPtr& read,
   request.operation = "repair";
   request.detail = "repair: fragment data file missing from storage";
   request.max_retries = context.options.commit_retries;
+  request.clock = context.options.clock;
+  request.random = context.options.random;
   request.build = [&](const Snapshot& base,
                       const std::vector<pb::Transaction>&) -> Result<pb::Manifest> {
     dropped_ids.clear();
