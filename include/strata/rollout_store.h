@@ -15,9 +15,8 @@
 // shard_id fence each other's writes. Add is StorageBase::Put. List and GetTrajectory are
 // one consistent StorageBase read each. ListFiltered reads the page's ids, then their rows:
 // two reads, retried (3 attempts, then Busy) when a merge moved rows between them. GetById
-// and GetBlob with ListSource::kAll read the base table, then the pending generations, as
-// two separate reads, not retried: a merge that folds the row's generation into the base
-// between the two can make them report the row absent.
+// and GetBlob with ListSource::kAll read the base table first and, on a miss, the whole tree
+// in one consistent read, so a merge between the two cannot hide the row.
 //
 // Errors as StorageBase: InvalidArgument for bad input (nothing written), Fenced, Unavailable
 // past the pending-generation cap, Busy for a read that kept racing merges.

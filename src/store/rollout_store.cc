@@ -247,10 +247,12 @@ Result<std::vector<RolloutRecord>> RolloutStore::GetTrajectory(std::string_view 
 Result<std::optional<RolloutRecord>> RolloutStore::GetById(std::string_view id,
                                                            ListSource source) const {
   std::vector<expr::Scalar> key = {expr::Scalar::String(std::string(id))};
-  // Rows are immutable by contract, so the base (where most rows live) is asked first.
+  // Rows are immutable by contract, so the base (where most rows live) is asked first. A
+  // miss there is asked again of the whole tree in one consistent read: asking only the
+  // pending generations would miss a row a merge moved into the base in between.
   std::vector<ListSource> order;
   if (source == ListSource::kAll) {
-    order = {ListSource::kFragments, ListSource::kWal};
+    order = {ListSource::kFragments, ListSource::kAll};
   } else {
     order = {source};
   }
@@ -265,7 +267,8 @@ Result<std::optional<RolloutRecord>> RolloutStore::GetById(std::string_view id,
 
 Result<std::optional<std::string>> RolloutStore::GetBlob(std::string_view id) const {
   std::vector<expr::Scalar> key = {expr::Scalar::String(std::string(id))};
-  for (ListSource s : {ListSource::kFragments, ListSource::kWal}) {
+  // As GetById: the base first, then the whole tree in one consistent read.
+  for (ListSource s : {ListSource::kFragments, ListSource::kAll}) {
     STRATA_ASSIGN_OR_RETURN(RecordBatch batch, base_->GetMany(key, {"binary_payload"}, s));
     if (batch.num_rows() == 0) continue;
     const Array& column = batch.column(0);
