@@ -11,6 +11,7 @@
 
 #include "fmt/format.h"
 #include "strata/object_store.h"
+#include "support/forwarding_object_store.h"
 #include "support/status_assertions.h"
 
 namespace strata::io {
@@ -20,27 +21,16 @@ constexpr std::string_view kDir = "t/v/";
 constexpr std::string_view kHint = "t/v/_hint";
 
 // Forwards to a memory store and counts the calls that tell probing from listing.
-class CountingStore final : public ObjectStore {
+class CountingStore final : public strata::testing::ForwardingObjectStore {
  public:
-  Result<Buffer> Get(std::string_view key) override { return base_->Get(key); }
-  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length) override {
-    return base_->GetRange(key, offset, length);
-  }
+  CountingStore() : ForwardingObjectStore(NewMemoryObjectStore()) {}
   Result<ObjectMeta> Head(std::string_view key) override {
     ++heads;
-    return base_->Head(key);
-  }
-  Status Put(std::string_view key, std::string_view data) override { return base_->Put(key, data); }
-  Status PutIfAbsent(std::string_view key, std::string_view data) override {
-    return base_->PutIfAbsent(key, data);
+    return ForwardingObjectStore::Head(key);
   }
   Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
     ++lists;
-    return base_->List(prefix);
-  }
-  Status Delete(std::string_view key) override { return base_->Delete(key); }
-  Result<int64_t> DeletePrefix(std::string_view prefix) override {
-    return base_->DeletePrefix(prefix);
+    return ForwardingObjectStore::List(prefix);
   }
   std::string Describe() const override { return "counting"; }
 
@@ -48,9 +38,6 @@ class CountingStore final : public ObjectStore {
 
   std::atomic<int> heads{0};
   std::atomic<int> lists{0};
-
- private:
-  std::shared_ptr<ObjectStore> base_ = NewMemoryObjectStore();
 };
 
 VersionChainLayout Layout() {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lsm/layout.h"
+#include "support/forwarding_object_store.h"
 #include "support/status_assertions.h"
 #include "support/temp_dir.h"
 
@@ -472,31 +473,16 @@ TEST_P(ShardManifestTest, RetainedVersionsKeepTheNewestAndReadersStillFindTheLat
 }
 
 // Forwards to another store; runs `hook` once, just before the first PutIfAbsent of `key`.
-class HookedStore final : public ObjectStore {
+class HookedStore final : public strata::testing::ForwardingObjectStore {
  public:
   HookedStore(std::shared_ptr<ObjectStore> base, std::string key, std::function<void()> hook)
-      : base_(std::move(base)), key_(std::move(key)), hook_(std::move(hook)) {}
-  Result<Buffer> Get(std::string_view key) override { return base_->Get(key); }
-  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length) override {
-    return base_->GetRange(key, offset, length);
-  }
-  Result<ObjectMeta> Head(std::string_view key) override { return base_->Head(key); }
-  Status Put(std::string_view key, std::string_view data) override { return base_->Put(key, data); }
+      : ForwardingObjectStore(std::move(base)), key_(std::move(key)), hook_(std::move(hook)) {}
   Status PutIfAbsent(std::string_view key, std::string_view data) override {
     if (key == key_ && hook_) std::exchange(hook_, nullptr)();
-    return base_->PutIfAbsent(key, data);
+    return ForwardingObjectStore::PutIfAbsent(key, data);
   }
-  Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
-    return base_->List(prefix);
-  }
-  Status Delete(std::string_view key) override { return base_->Delete(key); }
-  Result<int64_t> DeletePrefix(std::string_view prefix) override {
-    return base_->DeletePrefix(prefix);
-  }
-  std::string Describe() const override { return base_->Describe(); }
 
  private:
-  std::shared_ptr<ObjectStore> base_;
   std::string key_;
   std::function<void()> hook_;
 };

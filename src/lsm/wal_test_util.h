@@ -21,6 +21,7 @@
 #include "lsm/layout.h"
 #include "lsm/wal.h"
 #include "strata/object_store.h"
+#include "support/forwarding_object_store.h"
 #include "support/status_assertions.h"
 #include "support/temp_dir.h"
 
@@ -52,38 +53,18 @@ class CountingAppendable final : public AppendableObject {
 };
 
 // Forwards to another store and counts appends and syncs of the objects it creates.
-class CountingStore final : public ObjectStore {
+class CountingStore final : public strata::testing::ForwardingObjectStore {
  public:
-  explicit CountingStore(std::shared_ptr<ObjectStore> base) : base_(std::move(base)) {}
+  using ForwardingObjectStore::ForwardingObjectStore;
 
   std::atomic<int64_t> appends{0};
   std::atomic<int64_t> syncs{0};
 
-  Result<Buffer> Get(std::string_view key) override { return base_->Get(key); }
-  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length) override {
-    return base_->GetRange(key, offset, length);
-  }
-  Result<ObjectMeta> Head(std::string_view key) override { return base_->Head(key); }
-  Status Put(std::string_view key, std::string_view data) override { return base_->Put(key, data); }
-  Status PutIfAbsent(std::string_view key, std::string_view data) override {
-    return base_->PutIfAbsent(key, data);
-  }
-  Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
-    return base_->List(prefix);
-  }
-  Status Delete(std::string_view key) override { return base_->Delete(key); }
-  Result<int64_t> DeletePrefix(std::string_view prefix) override {
-    return base_->DeletePrefix(prefix);
-  }
   Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key) override {
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<AppendableObject> object, base_->CreateAppendable(key));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<AppendableObject> object, base().CreateAppendable(key));
     return std::unique_ptr<AppendableObject>(
         std::make_unique<CountingAppendable>(std::move(object), &appends, &syncs));
   }
-  std::string Describe() const override { return base_->Describe(); }
-
- private:
-  std::shared_ptr<ObjectStore> base_;
 };
 
 inline constexpr std::string_view kPrefix = "db/";

@@ -18,6 +18,7 @@
 #include "io/fault_injection_file_system.h"
 #include "io/file_object_store.h"
 #include "io/memory_file_system.h"
+#include "support/forwarding_object_store.h"
 #include "support/temp_dir.h"
 
 namespace strata::table::internal {
@@ -65,35 +66,21 @@ CommitRequest AppendRequest(std::string detail = {}, int max_retries = 20) {
 
 // An ObjectStore that forwards to another and counts List calls; optional hooks run after
 // PutIfAbsent (to simulate what a concurrent process does at exactly that moment).
-class ObservedStore final : public ObjectStore {
+class ObservedStore final : public strata::testing::ForwardingObjectStore {
  public:
-  explicit ObservedStore(std::shared_ptr<ObjectStore> base) : base_(std::move(base)) {}
+  using ForwardingObjectStore::ForwardingObjectStore;
 
   std::function<Status(std::string_view key, Status result)> after_put_if_absent;
   std::atomic<int> list_calls{0};
 
-  Result<Buffer> Get(std::string_view key) override { return base_->Get(key); }
-  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length) override {
-    return base_->GetRange(key, offset, length);
-  }
-  Result<ObjectMeta> Head(std::string_view key) override { return base_->Head(key); }
-  Status Put(std::string_view key, std::string_view data) override { return base_->Put(key, data); }
   Status PutIfAbsent(std::string_view key, std::string_view data) override {
-    Status s = base_->PutIfAbsent(key, data);
+    Status s = ForwardingObjectStore::PutIfAbsent(key, data);
     return after_put_if_absent ? after_put_if_absent(key, s) : s;
   }
   Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
     ++list_calls;
-    return base_->List(prefix);
+    return ForwardingObjectStore::List(prefix);
   }
-  Status Delete(std::string_view key) override { return base_->Delete(key); }
-  Result<int64_t> DeletePrefix(std::string_view prefix) override {
-    return base_->DeletePrefix(prefix);
-  }
-  std::string Describe() const override { return base_->Describe(); }
-
- private:
-  std::shared_ptr<ObjectStore> base_;
 };
 
 // Creates the table and makes `versions` versions in total (1 = just created).

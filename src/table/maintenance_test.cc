@@ -271,16 +271,20 @@ TEST_F(MaintenanceTest, CleanupByAgeRemovesOnlyVersionsCommittedBeforeTheCutoff)
   EXPECT_EQ(IdsAt(3), Range(0, 20));
 }
 
+// A table in memory whose TableOptions carry `clock` and `random`.
+Result<std::shared_ptr<Table>> CreateWithClock(ManualClock& clock, SeededRandom& random) {
+  TableOptions options;
+  options.clock = &clock;
+  options.random = &random;
+  return Table::Create(NewMemoryObjectStore(), std::string(kPrefix), TestSchema(), options);
+}
+
 TEST(TableClockTest, CleanupReadsTheClockOfTheTableOptions) {
   constexpr int64_t kLongAgo = 1'000'000'000;                         // 1970
   constexpr int64_t kFarFuture = int64_t{4'000'000'000} * 1'000'000;  // 2096
   ManualClock clock(kLongAgo);
   SeededRandom random(7);
-  TableOptions options;
-  options.clock = &clock;
-  options.random = &random;
-  Result<std::shared_ptr<Table>> table =
-      Table::Create(NewMemoryObjectStore(), std::string(kPrefix), TestSchema(), options);
+  Result<std::shared_ptr<Table>> table = CreateWithClock(clock, random);
   ASSERT_TRUE(table.ok()) << table.status();
   ASSERT_TRUE((*table)->Append({Rows(0, 10)}).ok());
 
@@ -300,11 +304,7 @@ TEST(TableClockTest, VersionsAreStampedByTheClockOfTheTableOptions) {
   constexpr int64_t kStart = 1'500'000'000'000'000;
   ManualClock clock(kStart);
   SeededRandom random(11);
-  TableOptions options;
-  options.clock = &clock;
-  options.random = &random;
-  Result<std::shared_ptr<Table>> table =
-      Table::Create(NewMemoryObjectStore(), std::string(kPrefix), TestSchema(), options);
+  Result<std::shared_ptr<Table>> table = CreateWithClock(clock, random);
   ASSERT_TRUE(table.ok()) << table.status();
   clock.Advance(std::chrono::seconds(90));
   ASSERT_TRUE((*table)->Append({Rows(0, 10)}).ok());

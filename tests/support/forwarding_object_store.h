@@ -1,0 +1,45 @@
+// An ObjectStore that passes every call on to another: the base of test wrappers that count,
+// hook or fail a few calls and forward the rest. CreateAppendable and Copy keep ObjectStore's
+// own implementations unless a wrapper overrides them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "strata/object_store.h"
+
+namespace strata::testing {
+
+class ForwardingObjectStore : public ObjectStore {
+ public:
+  explicit ForwardingObjectStore(std::shared_ptr<ObjectStore> base) : base_(std::move(base)) {}
+
+  Result<Buffer> Get(std::string_view key) override { return base_->Get(key); }
+  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length) override {
+    return base_->GetRange(key, offset, length);
+  }
+  Result<ObjectMeta> Head(std::string_view key) override { return base_->Head(key); }
+  Status Put(std::string_view key, std::string_view data) override { return base_->Put(key, data); }
+  Status PutIfAbsent(std::string_view key, std::string_view data) override {
+    return base_->PutIfAbsent(key, data);
+  }
+  Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
+    return base_->List(prefix);
+  }
+  Status Delete(std::string_view key) override { return base_->Delete(key); }
+  Result<int64_t> DeletePrefix(std::string_view prefix) override {
+    return base_->DeletePrefix(prefix);
+  }
+  std::string Describe() const override { return base_->Describe(); }
+
+ protected:
+  ObjectStore& base() { return *base_; }
+  const std::shared_ptr<ObjectStore>& base_store() const { return base_; }
+
+ private:
+  std::shared_ptr<ObjectStore> base_;
+};
+
+}  // namespace strata::testing
