@@ -338,7 +338,7 @@ GenerationCache::GenerationCache(std::shared_ptr<ObjectStore> store, std::string
                                  table::TableOptions options, size_t capacity)
     : store_(std::move(store)),
       prefix_(std::move(store_prefix)),
-      options_(std::move(options)),
+      options_(options),
       capacity_(capacity == 0 ? 1 : capacity),
       state_(std::make_shared<State>()) {}
 

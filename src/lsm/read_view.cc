@@ -4,11 +4,25 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "lsm/shard_manifest.h"
 #include "util/log.h"
 
 namespace strata::lsm {
+namespace {
+
+// The latest manifest of `shard`; nullopt for a registered shard without one yet.
+Result<std::optional<pb::ShardManifest>> LatestManifest(const std::shared_ptr<ObjectStore>& store,
+                                                        const std::string& prefix,
+                                                        const Uuid& shard) {
+  Result<pb::ShardManifest> manifest = ShardManifestStore(store, prefix, shard).ReadLatest();
+  if (manifest.ok()) return std::optional<pb::ShardManifest>(std::move(*manifest));
+  if (manifest.status().IsNotFound()) return std::optional<pb::ShardManifest>();
+  return manifest.status();
+}
+
+}  // namespace
 
 void SortNewestFirst(std::vector<std::shared_ptr<Generation>>& generations) {
   std::sort(generations.begin(), generations.end(), [](const auto& a, const auto& b) {
@@ -56,12 +70,9 @@ Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<ta
   int64_t total = 0;
   std::vector<std::shared_ptr<Generation>> gens;
   for (const Uuid& shard : shards) {
-    ShardManifestStore manifest_store(store_, prefix_, shard);
-    Result<pb::ShardManifest> manifest = manifest_store.ReadLatest();
-    if (!manifest.ok()) {
-      if (manifest.status().IsNotFound()) continue;
-      return manifest.status();
-    }
+    STRATA_ASSIGN_OR_RETURN(std::optional<pb::ShardManifest> manifest,
+                            LatestManifest(store_, prefix_, shard));
+    if (!manifest.has_value()) continue;
     const int64_t pending = manifest->generations_size();
     if (limits_.pending_per_shard != nullptr) {
       limits_.pending_per_shard->Observe(static_cast<double>(pending));
@@ -118,12 +129,9 @@ Result<PendingSummary> ReadViewSource::SummarizePending(const Watermarks& waterm
   STRATA_ASSIGN_OR_RETURN(std::vector<Uuid> shards, ListShards(*store_, prefix_));
   PendingSummary out;
   for (const Uuid& shard : shards) {
-    ShardManifestStore manifests(store_, prefix_, shard);
-    Result<pb::ShardManifest> manifest = manifests.ReadLatest();
-    if (!manifest.ok()) {
-      if (manifest.status().IsNotFound()) continue;
-      return manifest.status();
-    }
+    STRATA_ASSIGN_OR_RETURN(std::optional<pb::ShardManifest> manifest,
+                            LatestManifest(store_, prefix_, shard));
+    if (!manifest.has_value()) continue;
     const uint64_t watermark = WatermarkOf(watermarks, shard);
     out.generations += manifest->generations_size();
     for (const pb::Generation& g : manifest->generations()) {

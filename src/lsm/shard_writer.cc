@@ -69,7 +69,7 @@ struct ShardWriter::Impl {
         shard(shard_in),
         schema(std::move(schema_in)),
         key_column(key_column_in),
-        options(std::move(options_in)),
+        options(options_in),
         manifests(store, prefix, shard, options.clock) {
     tombstone_schema = TombstoneSchema(schema, key_column);
     key_schema = strata::schema({schema->field(key_column)});
@@ -574,7 +574,7 @@ Result<std::shared_ptr<ShardWriter>> ShardWriter::Open(std::shared_ptr<ObjectSto
   if (options.clock == nullptr) options.clock = SystemClock();
 
   auto impl = std::make_unique<Impl>(std::move(store), std::move(store_prefix), shard,
-                                     std::move(schema), key_column, std::move(options));
+                                     std::move(schema), key_column, options);
   STRATA_ASSIGN_OR_RETURN(pb::ShardManifest claimed, impl->manifests.Claim());
   impl->epoch = claimed.writer_epoch();
   impl->NoteVersion(claimed);
