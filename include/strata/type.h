@@ -54,6 +54,7 @@ class KeyValueMetadata {
   explicit KeyValueMetadata(std::vector<std::pair<std::string, std::string>> entries)
       : entries_(std::move(entries)) {}
   // KeyValueMetadata({{"k", "v"}}) (without it that call is ambiguous with the copy ctor).
+  // NOLINTNEXTLINE(google-explicit-constructor): implicit, so `{{"k", "v"}}` converts.
   KeyValueMetadata(std::initializer_list<std::pair<std::string, std::string>> entries)
       : entries_(entries) {}
 
