@@ -5,8 +5,8 @@
 #include <optional>
 
 #include "io/file_system.h"
-#include "util/mutex.h"
 #include "strata/ipc.h"
+#include "util/mutex.h"
 
 namespace strata::ipc {
 
