@@ -223,6 +223,9 @@ class StorageBase {
   // Drops base fragments whose files are missing (table::Table::Repair); commits nothing
   // when nothing is missing.
   Result<table::RepairReport> Repair();
+  // Blocks until the files of generations this handle's merges drained are deleted (each
+  // waits generation_delete_delay_seconds first). Merges already running are not waited for.
+  void WaitForPendingDeletions() const;
 
   // --- Versions ------------------------------------------------------------------------
   uint64_t version() const;

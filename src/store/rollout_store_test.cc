@@ -222,7 +222,7 @@ TEST_F(RolloutStoreTest, CleanupSealsBeforeMerging) {
   EXPECT_EQ(IdsOf(all), std::vector<std::string>{"a"});
   ASSERT_OK_AND_ASSIGN(RolloutPage base, rollouts->ListFiltered({}, 10, 0, ListSource::kFragments));
   EXPECT_EQ(IdsOf(base.records), std::vector<std::string>{"a"});
-  ExpectGenerationDirsEventually(0);
+  ExpectGenerationDirsAfterDeletions(rollouts->base(), 0);
 }
 
 TEST_F(RolloutStoreTest, DroppingAStoreSealsItsUnflushedRows) {
@@ -427,7 +427,7 @@ TEST_F(RolloutStoreTest, CountTriggerMergesOnlyAtTheThreshold) {
   ASSERT_OK_AND_ASSIGN(auto reader, OpenRollout("reader"));
   ASSERT_OK_AND_ASSIGN(auto listed, reader->List());
   ExpectUniqueIds(listed, 3);
-  ExpectGenerationDirsEventually(0);
+  ExpectGenerationDirsAfterDeletions(rollouts->base(), 0);
 }
 
 TEST_F(RolloutStoreTest, SerialMergesDeleteMergedGenerationDirs) {
@@ -441,7 +441,7 @@ TEST_F(RolloutStoreTest, SerialMergesDeleteMergedGenerationDirs) {
   }
   ASSERT_OK_AND_ASSIGN(auto listed, rollouts->List());
   ExpectUniqueIds(listed, 30);
-  ExpectGenerationDirsEventually(Manifest().generations_size());
+  ExpectGenerationDirsAfterDeletions(rollouts->base(), Manifest().generations_size());
 }
 
 TEST_F(RolloutStoreTest, MergePassIsBoundedAndLeftoversSurvive) {
@@ -467,7 +467,7 @@ TEST_F(RolloutStoreTest, MergePassIsBoundedAndLeftoversSurvive) {
   EXPECT_EQ(passes, (std::vector<int>{3, 3, 3, 1}));
   ASSERT_OK_AND_ASSIGN(auto listed, rollouts->List());
   ExpectUniqueIds(listed, 10);
-  ExpectGenerationDirsEventually(0);
+  ExpectGenerationDirsAfterDeletions(rollouts->base(), 0);
 }
 
 TEST_F(RolloutStoreTest, ZeroMergeCapsMergeEverythingInOnePass) {
@@ -508,7 +508,7 @@ TEST_F(RolloutStoreTest, ByteCappedPassesKeepWholeGenerationsAndBlobs) {
       ASSERT_OK_AND_ASSIGN(MergeReport pass, rollouts->Cleanup());
       ASSERT_GT(pass.generations_reclaimed, 0);
       passes.push_back(pass.generations_reclaimed);
-      ExpectGenerationDirsEventually(Manifest().generations_size());
+      ExpectGenerationDirsAfterDeletions(rollouts->base(), Manifest().generations_size());
     }
     EXPECT_EQ(passes, (std::vector<int>{2, 2, 1}));
     for (int i = 0; i < 5; ++i) {

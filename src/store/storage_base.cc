@@ -621,6 +621,8 @@ Result<table::RepairReport> StorageBase::Repair() {
   return impl_->base->Repair();
 }
 
+void StorageBase::WaitForPendingDeletions() const { impl_->deleter->WaitIdle(); }
+
 uint64_t StorageBase::version() const {
   if (std::shared_ptr<table::Table> p = impl_->Pinned()) return p->version();
   return impl_->base->version();

@@ -113,12 +113,11 @@ class StoreFixture : public ::testing::Test {
     return n;
   }
 
-  // Waits (up to ~10 s) until the generation directories on disk equal `want` (deletion of
-  // merged generations is asynchronous).
-  void ExpectGenerationDirsEventually(int want, const std::string& shard = "solo") {
-    for (int i = 0; i < 400 && GenerationDirs(shard) != want; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
+  // Once `store`'s delayed deletions of merged generations have run, the generation
+  // directories on disk of `shard` number `want`.
+  void ExpectGenerationDirsAfterDeletions(const StorageBase& store, int want,
+                                          const std::string& shard = "solo") {
+    store.WaitForPendingDeletions();
     EXPECT_EQ(GenerationDirs(shard), want);
   }
 
