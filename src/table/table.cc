@@ -115,6 +115,20 @@ Status MergeFragmentDeletions(TableContext& context, const Snapshot& base,
   return Status::OK();
 }
 
+void ApplyDeletionMerge(const DeletionMerge& merge, pb::Manifest* manifest) {
+  google::protobuf::RepeatedPtrField<pb::Fragment> kept;
+  for (pb::Fragment& fragment : *manifest->mutable_fragments()) {
+    if (merge.removed.contains(fragment.id())) continue;
+    auto it = merge.replaced.find(fragment.id());
+    if (it != merge.replaced.end()) *fragment.mutable_deletion() = it->second;
+    *kept.Add() = std::move(fragment);
+  }
+  manifest->mutable_fragments()->Swap(&kept);
+  pb::Transaction* transaction = manifest->mutable_transaction();
+  for (const auto& [id, file] : merge.replaced) transaction->add_modified_fragments(id);
+  for (uint32_t id : merge.removed) transaction->add_removed_fragments(id);
+}
+
 void ApplyMetadataUpdates(const KeyValueMetadata& updates, pb::Manifest* manifest) {
   auto* entries = manifest->mutable_metadata();
   for (const auto& entry : updates.entries()) {
@@ -181,17 +195,7 @@ Result<DeleteResult> DeleteAddresses(Table::Impl& impl, const SnapshotPtr& read,
     }
     nothing_to_delete = merge.deleted == 0;
     if (nothing_to_delete) return Status::Aborted("nothing left to delete");
-    google::protobuf::RepeatedPtrField<pb::Fragment> kept;
-    for (pb::Fragment& fragment : *manifest.mutable_fragments()) {
-      if (merge.removed.contains(fragment.id())) continue;
-      auto it = merge.replaced.find(fragment.id());
-      if (it != merge.replaced.end()) *fragment.mutable_deletion() = it->second;
-      *kept.Add() = std::move(fragment);
-    }
-    manifest.mutable_fragments()->Swap(&kept);
-    pb::Transaction* transaction = manifest.mutable_transaction();
-    for (const auto& [id, file] : merge.replaced) transaction->add_modified_fragments(id);
-    for (uint32_t id : merge.removed) transaction->add_removed_fragments(id);
+    internal::ApplyDeletionMerge(merge, &manifest);
     rows_deleted = merge.deleted;
     return manifest;
   };

@@ -165,6 +165,11 @@ Status MergeFragmentDeletions(TableContext& context, const Snapshot& base,
                               std::map<uint32_t, MergedDeletionFile>& written, DeletionMerge& merge,
                               std::vector<std::string>* new_paths);
 
+// Applies `merge` to `manifest` (built on the base version it was merged against): drops the
+// fragments it removed, gives the others their new deletion files and records both in the
+// transaction. Delete and Upsert (defined in table.cc).
+void ApplyDeletionMerge(const DeletionMerge& merge, pb::Manifest* manifest);
+
 // Sets each of `updates` in `manifest`'s metadata, replacing an existing value; an empty
 // value removes the key. Table::UpdateMetadata and Upsert's metadata_updates (defined in
 // table.cc).

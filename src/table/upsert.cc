@@ -244,14 +244,7 @@ Result<UpsertResult> Table::Upsert(const std::vector<RecordBatch>& batches,
       return Status::Aborted("Upsert: nothing to commit");
     }
 
-    google::protobuf::RepeatedPtrField<pb::Fragment> kept;
-    for (pb::Fragment& fragment : *manifest.mutable_fragments()) {
-      if (merge.removed.contains(fragment.id())) continue;
-      auto it = merge.replaced.find(fragment.id());
-      if (it != merge.replaced.end()) *fragment.mutable_deletion() = it->second;
-      *kept.Add() = std::move(fragment);
-    }
-    manifest.mutable_fragments()->Swap(&kept);
+    internal::ApplyDeletionMerge(merge, &manifest);
 
     pb::Transaction* transaction = manifest.mutable_transaction();
     uint32_t next_id = base.manifest.next_fragment_id();
@@ -279,8 +272,6 @@ Result<UpsertResult> Table::Upsert(const std::vector<RecordBatch>& batches,
       for (uint32_t id : ids) segment->add_fragment_ids(id);
     }
     internal::ApplyMetadataUpdates(options.metadata_updates, &manifest);
-    for (const auto& [id, file] : merge.replaced) transaction->add_modified_fragments(id);
-    for (uint32_t id : merge.removed) transaction->add_removed_fragments(id);
     rows_deleted = merge.deleted;
     return manifest;
   };
