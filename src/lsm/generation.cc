@@ -242,7 +242,7 @@ Result<pb::Generation> WriteGeneration(const std::shared_ptr<ObjectStore>& store
         "generation {} of shard {}: the memtable snapshot is empty", generation, shard.ToString()));
   }
   STRATA_ASSIGN_OR_RETURN(DedupOutput dedup, Dedup(snapshot));
-  const std::string path = NewGenerationPath(generation);
+  const std::string path = NewGenerationPath(generation, options.random);
   const std::string prefix = GenerationPrefix(store_prefix, shard, path);
 
   SchemaPtr gen_schema = GenerationSchema(*snapshot.schema(), snapshot.key_column());
@@ -276,7 +276,7 @@ Result<pb::Generation> WriteLinkedGeneration(const std::shared_ptr<ObjectStore>&
         generation, shard.ToString()));
   }
   const std::vector<std::vector<int64_t>> keep = Survivors(snapshot);
-  const std::string path = NewGenerationPath(generation);
+  const std::string path = NewGenerationPath(generation, options.random);
   const std::string prefix = GenerationPrefix(store_prefix, shard, path);
   const SchemaPtr& shard_schema = snapshot.schema();
   const int key_column = snapshot.key_column();

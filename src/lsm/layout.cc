@@ -74,9 +74,9 @@ std::optional<std::pair<uint64_t, uint64_t>> ParseWalSegmentName(std::string_vie
   return std::make_pair(epoch, segment);
 }
 
-std::string NewGenerationPath(uint64_t generation) {
-  uint64_t random = SystemRandom()->Next();
-  return fmt::format("gen/{:020}-{:08x}/", generation, static_cast<uint32_t>(random));
+std::string NewGenerationPath(uint64_t generation, RandomSource* random) {
+  const uint64_t bits = (random != nullptr ? random : SystemRandom())->Next();
+  return fmt::format("gen/{:020}-{:08x}/", generation, static_cast<uint32_t>(bits));
 }
 
 std::string MergedWatermarkKey(const Uuid& shard) {

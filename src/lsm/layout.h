@@ -20,6 +20,7 @@
 #include "lsm/lsm.pb.h"
 #include "strata/status.h"
 #include "strata/type.h"
+#include "util/clock.h"
 #include "util/uuid.h"
 
 namespace strata::lsm {
@@ -52,7 +53,8 @@ std::string WalSegmentKey(std::string_view store_prefix, const Uuid& shard, uint
 // Parses the file name part of a WAL segment key ("<epoch:020>-<segment:010>.wal").
 std::optional<std::pair<uint64_t, uint64_t>> ParseWalSegmentName(std::string_view name);
 // A fresh generation path relative to the shard dir: "gen/<generation:020>-<8 hex>/".
-std::string NewGenerationPath(uint64_t generation);
+// The random part comes from `random` (null = the system source).
+std::string NewGenerationPath(uint64_t generation, RandomSource* random = nullptr);
 // The generation number of a path NewGenerationPath made ("gen/<generation:020>-<8 hex>/";
 // the trailing slash may be missing); nullopt for anything else.
 std::optional<uint64_t> ParseGenerationPath(std::string_view path);

@@ -456,8 +456,10 @@ Result<CompactionResult> CompactTable(TableContext& context, const SnapshotPtr& 
       MergeSegment(*segment, position, &builder);
     }
     if (builder.num_entries() > 0) {
-      STRATA_ASSIGN_OR_RETURN(pb::KeySegment merged, builder.Finish(*context.store, context.prefix,
-                                                                    std::move(fragment_ids)));
+      STRATA_ASSIGN_OR_RETURN(
+          pb::KeySegment merged,
+          builder.Finish(*context.store, context.prefix, std::move(fragment_ids),
+                         context.options.clock, context.options.random));
       rewrite.segment = std::move(merged);
     }
   }

@@ -393,7 +393,7 @@ class DataFileWriterImpl final : public DataFileWriter {
     }
 
     pb::DataFile entry;
-    entry.set_path(NewDataFileKey());
+    entry.set_path(NewDataFileKey(options_.clock, options_.random));
     for (int32_t id : field_ids_) entry.add_field_ids(id);
     for (pb::BatchInfo& info : batches_) *entry.add_batches() = std::move(info);
     batches_.clear();

@@ -17,6 +17,7 @@
 #include "strata/record_batch.h"
 #include "strata/status.h"
 #include "table/manifest.pb.h"
+#include "util/clock.h"
 
 namespace strata::table::internal {
 
@@ -28,6 +29,9 @@ struct DataFileWriteOptions {
   // compression_threads): the next batch is cut and its statistics computed while the
   // previous one is compressed. The file's bytes do not depend on it.
   int compression_threads = 2;
+  // The file's name is drawn from these (null = the system sources).
+  Clock* clock = nullptr;
+  RandomSource* random = nullptr;
 };
 
 // Writes one data file. Rows are buffered and written as batches of at most

@@ -158,7 +158,8 @@ Result<DeletionVector> DeletionVector::Deserialize(std::string_view bytes, std::
 
 Result<pb::DeletionFile> WriteDeletionFile(ObjectStore& store, const std::string& table_prefix,
                                            uint32_t fragment_id, uint64_t read_version,
-                                           int64_t physical_rows, const DeletionVector& deleted) {
+                                           int64_t physical_rows, const DeletionVector& deleted,
+                                           RandomSource* random) {
   if (deleted.empty()) {
     return Status::InvalidArgument(
         fmt::format("deletion file for fragment {} would be empty", fragment_id));
@@ -170,7 +171,7 @@ Result<pb::DeletionFile> WriteDeletionFile(ObjectStore& store, const std::string
   }
   const std::string bytes = EncodeEnvelope(kDeletionKind, deleted.Serialize());
   pb::DeletionFile entry;
-  entry.set_path(NewDeletionFileKey(fragment_id, read_version));
+  entry.set_path(NewDeletionFileKey(fragment_id, read_version, random));
   entry.set_num_deleted(deleted.Cardinality());
   entry.set_size(static_cast<int64_t>(bytes.size()));
   STRATA_RETURN_IF_ERROR(

@@ -10,6 +10,7 @@
 #include "strata/object_store.h"
 #include "strata/status.h"
 #include "table/manifest.pb.h"
+#include "util/clock.h"
 
 struct roaring_bitmap_s;
 
@@ -48,11 +49,12 @@ class DeletionVector {
   roaring_bitmap_s* bitmap_;
 };
 
-// Puts `deleted` at NewDeletionFileKey(fragment_id, read_version) and returns the entry.
-// InvalidArgument when an offset is >= physical_rows or the vector is empty.
+// Puts `deleted` at NewDeletionFileKey(fragment_id, read_version, random) and returns the
+// entry. InvalidArgument when an offset is >= physical_rows or the vector is empty.
 Result<pb::DeletionFile> WriteDeletionFile(ObjectStore& store, const std::string& table_prefix,
                                            uint32_t fragment_id, uint64_t read_version,
-                                           int64_t physical_rows, const DeletionVector& deleted);
+                                           int64_t physical_rows, const DeletionVector& deleted,
+                                           RandomSource* random = nullptr);
 // Reads and verifies (envelope checksum, size and count against the entry, offsets below
 // physical_rows).
 Result<DeletionVector> ReadDeletionFile(ObjectStore& store, const std::string& table_prefix,

@@ -17,11 +17,15 @@
 namespace strata::table::internal {
 namespace {
 
-std::string RandomHex(int bytes) {
+Clock& ClockOr(Clock* clock) { return clock != nullptr ? *clock : *SystemClock(); }
+RandomSource& RandomOr(RandomSource* random) {
+  return random != nullptr ? *random : *SystemRandom();
+}
+
+std::string RandomHex(int bytes, RandomSource& random) {
   std::string out;
-  RandomSource* random = SystemRandom();
   for (int i = 0; i < bytes; i += 8) {
-    uint64_t bits = random->Next();
+    uint64_t bits = random.Next();
     out += fmt::format("{:016x}", bits);
   }
   out.resize(static_cast<size_t>(bytes) * 2);
@@ -119,16 +123,17 @@ std::optional<uint64_t> ParseManifestKey(std::string_view key) {
   return version;
 }
 
-std::string NewDataFileKey() {
-  return fmt::format("{}{}.arrow", kDataDir, UuidV7(*SystemClock(), *SystemRandom()).ToString());
+std::string NewDataFileKey(Clock* clock, RandomSource* random) {
+  return fmt::format("{}{}.arrow", kDataDir, UuidV7(ClockOr(clock), RandomOr(random)).ToString());
 }
 
-std::string NewDeletionFileKey(uint32_t fragment_id, uint64_t read_version) {
-  return fmt::format("{}{}-{}-{}.bin", kDeletionsDir, fragment_id, read_version, RandomHex(8));
+std::string NewDeletionFileKey(uint32_t fragment_id, uint64_t read_version, RandomSource* random) {
+  return fmt::format("{}{}-{}-{}.bin", kDeletionsDir, fragment_id, read_version,
+                     RandomHex(8, RandomOr(random)));
 }
 
-std::string NewKeySegmentKey() {
-  return fmt::format("{}{}.keys", kIndicesDir, UuidV7(*SystemClock(), *SystemRandom()).ToString());
+std::string NewKeySegmentKey(Clock* clock, RandomSource* random) {
+  return fmt::format("{}{}.keys", kIndicesDir, UuidV7(ClockOr(clock), RandomOr(random)).ToString());
 }
 
 std::string EncodeManifest(const pb::Manifest& manifest) {

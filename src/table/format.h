@@ -16,6 +16,7 @@
 #include "strata/status.h"
 #include "strata/type.h"
 #include "table/manifest.pb.h"
+#include "util/clock.h"
 #include "util/envelope.h"
 
 namespace strata::table::internal {
@@ -34,10 +35,12 @@ std::string ManifestKey(uint64_t version);
 // The version of a manifest key, or nullopt when `key` (relative) is not one.
 std::optional<uint64_t> ParseManifestKey(std::string_view key);
 // "data/<uuid v7>.arrow", "_deletions/<fragment>-<version>-<random hex>.bin",
-// "_indices/<uuid v7>.keys"
-std::string NewDataFileKey();
-std::string NewDeletionFileKey(uint32_t fragment_id, uint64_t read_version);
-std::string NewKeySegmentKey();
+// "_indices/<uuid v7>.keys", drawn from `clock` and `random` (TableOptions'; null = the
+// system sources).
+std::string NewDataFileKey(Clock* clock = nullptr, RandomSource* random = nullptr);
+std::string NewDeletionFileKey(uint32_t fragment_id, uint64_t read_version,
+                               RandomSource* random = nullptr);
+std::string NewKeySegmentKey(Clock* clock = nullptr, RandomSource* random = nullptr);
 
 // --- Envelope kinds ------------------------------------------------------------------
 // Table objects are stored in the checksummed envelope of util/envelope.h.

@@ -74,11 +74,15 @@ class FragmentSetWriterImpl final : public FragmentSetWriter {
     int64_t position = 0;
     while (position < rows.num_rows()) {
       if (!current_) {
-        STRATA_ASSIGN_OR_RETURN(
-            current_, DataFileWriter::Make(
-                          context_.store, context_.prefix, file_schema_, field_ids_,
-                          DataFileWriteOptions{options.compression, options.max_rows_per_batch,
-                                               options.max_bytes_per_batch}));
+        DataFileWriteOptions write_options;
+        write_options.compression = options.compression;
+        write_options.max_rows_per_batch = options.max_rows_per_batch;
+        write_options.max_bytes_per_batch = options.max_bytes_per_batch;
+        write_options.clock = options.clock;
+        write_options.random = options.random;
+        STRATA_ASSIGN_OR_RETURN(current_,
+                                DataFileWriter::Make(context_.store, context_.prefix, file_schema_,
+                                                     field_ids_, write_options));
       }
       const int64_t in_fragment = fragment_rows_;
       int64_t chunk = std::min(rows.num_rows() - position, max_rows - in_fragment);
@@ -118,7 +122,8 @@ class FragmentSetWriterImpl final : public FragmentSetWriter {
     if (keys_ && written_.rows > 0) {
       std::vector<uint32_t> placeholders(written_.fragments.size(), 0);
       STRATA_ASSIGN_OR_RETURN(pb::KeySegment segment,
-                              keys_->Finish(*context_.store, context_.prefix, placeholders));
+                              keys_->Finish(*context_.store, context_.prefix, placeholders,
+                                            context_.options.clock, context_.options.random));
       written_.bytes_written += segment.size();
       written_.key_segment = std::move(segment);
     }

@@ -135,7 +135,8 @@ int64_t KeySegmentBuilder::num_entries() const {
 
 Result<pb::KeySegment> KeySegmentBuilder::Finish(ObjectStore& store,
                                                  const std::string& table_prefix,
-                                                 std::vector<uint32_t> fragment_ids) {
+                                                 std::vector<uint32_t> fragment_ids, Clock* clock,
+                                                 RandomSource* random) {
   const uint64_t n = static_cast<uint64_t>(num_entries());
   std::string payload;
   payload.push_back(static_cast<char>(kind_ == KeyKind::kInteger ? 0 : 1));
@@ -172,7 +173,7 @@ Result<pb::KeySegment> KeySegmentBuilder::Finish(ObjectStore& store,
     }
   }
   const std::string bytes = EncodeEnvelope(kKeySegmentKind, payload);
-  const std::string path = NewKeySegmentKey();
+  const std::string path = NewKeySegmentKey(clock, random);
   STRATA_RETURN_IF_ERROR(store.Put(table_prefix + path, bytes));
   pb::KeySegment entry;
   entry.set_path(path);

@@ -24,6 +24,7 @@
 #include "strata/status.h"
 #include "strata/type.h"
 #include "table/manifest.pb.h"
+#include "util/clock.h"
 
 namespace strata::table::internal {
 
@@ -45,10 +46,12 @@ class KeySegmentBuilder {
   void AddInteger(int64_t key, LocalAddress address);
   void AddString(std::string_view key, LocalAddress address);
   int64_t num_entries() const;
-  // Sorts, writes the segment at a new "_indices/<uuid>.keys" key and returns the entry
-  // (fragment_ids is filled from `fragment_ids`: local fragment i is fragment_ids[i]).
+  // Sorts, writes the segment at a new "_indices/<uuid>.keys" key (drawn from `clock` and
+  // `random`; null = the system sources) and returns the entry (fragment_ids is filled from
+  // `fragment_ids`: local fragment i is fragment_ids[i]).
   Result<pb::KeySegment> Finish(ObjectStore& store, const std::string& table_prefix,
-                                std::vector<uint32_t> fragment_ids);
+                                std::vector<uint32_t> fragment_ids, Clock* clock = nullptr,
+                                RandomSource* random = nullptr);
 
  private:
   KeyKind kind_;

@@ -300,6 +300,48 @@ TEST(TableClockTest, CleanupReadsTheClockOfTheTableOptions) {
   EXPECT_EQ(cleaned->versions_removed, 1);  // the newest version always stays
 }
 
+// Every object name a table draws takes its random part from the TableOptions' source.
+TEST(TableClockTest, ObjectNamesComeFromTheSourcesOfTheTableOptions) {
+  // Always the same bits, so they are recognisable in the names.
+  class FixedRandom final : public RandomSource {
+   public:
+    uint64_t Next() override { return 0xabcdef0123456789; }
+  };
+  ManualClock clock(1'600'000'000'000'000);
+  FixedRandom random;
+  TableOptions options;
+  options.clock = &clock;
+  options.random = &random;
+  std::shared_ptr<ObjectStore> store = NewMemoryObjectStore();
+  Result<std::shared_ptr<Table>> table =
+      Table::Create(store, std::string(kPrefix), TestSchema(), options);
+  ASSERT_TRUE(table.ok()) << table.status();
+  ASSERT_TRUE((*table)->Append({Rows(0, 10)}).ok());
+  ASSERT_TRUE((*table)->Append({Rows(10, 10)}).ok());
+  ASSERT_TRUE((*table)->Delete("id < 3").ok());
+
+  Result<std::vector<ObjectMeta>> listed = store->List(std::string(kPrefix));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  int uuid_names = 0;
+  int deletion_files = 0;
+  for (const ObjectMeta& object : *listed) {
+    std::string_view name = std::string_view(object.key).substr(kPrefix.size());
+    for (std::string_view dir : {kDataDir, kIndicesDir}) {
+      if (!name.starts_with(dir)) continue;
+      // UUIDv7: the random bits end the name. (Its time part is the injected clock's only
+      // in a fresh process: UUIDv7s never go back in time within one.)
+      EXPECT_NE(name.find("-ef0123456789."), std::string_view::npos) << name;
+      ++uuid_names;
+    }
+    if (name.starts_with(kDeletionsDir)) {
+      EXPECT_TRUE(name.ends_with("-abcdef0123456789.bin")) << name;
+      ++deletion_files;
+    }
+  }
+  EXPECT_EQ(uuid_names, 4);  // two data files, two key segments
+  EXPECT_EQ(deletion_files, 1);
+}
+
 TEST(TableClockTest, VersionsAreStampedByTheClockOfTheTableOptions) {
   constexpr int64_t kStart = 1'500'000'000'000'000;
   ManualClock clock(kStart);

@@ -106,9 +106,10 @@ Status MergeFragmentDeletions(TableContext& context, const Snapshot& base,
     merge.removed.insert(id);
     return Status::OK();
   }
-  STRATA_ASSIGN_OR_RETURN(pb::DeletionFile file,
-                          WriteDeletionFile(*context.store, context.prefix, id, base.version(),
-                                            fragment.physical_rows(), merged));
+  STRATA_ASSIGN_OR_RETURN(
+      pb::DeletionFile file,
+      WriteDeletionFile(*context.store, context.prefix, id, base.version(),
+                        fragment.physical_rows(), merged, context.options.random));
   if (new_paths != nullptr) new_paths->push_back(file.path());
   written[id] = MergedDeletionFile{base_path, file, added};
   merge.replaced.emplace(id, std::move(file));
