@@ -117,7 +117,6 @@ struct StorageBase::Impl {
   StorageBaseOptions options;
   Uuid shard;
   std::shared_ptr<table::Table> base;
-  SchemaPtr schema;
   int key_index = 0;
   std::string store_label;
   Clock* clock;
