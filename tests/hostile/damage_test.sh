@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Truncation, deletion and a bit flip of every file of a rollout store (base table, shard
 # registry, shard manifests and hint, WAL segments, generation tables and bloom filters):
-# each is either reported - some command fails naming the damaged file - or provably
+# each is either reported - some command fails naming the damaged file (or, for a file of a
+# generation table, its generation) - or provably
 # harmless: verify passes and every row reads back exactly as before. Anything else (rows
 # gone or changed while every command says all is well) fails the probe.
 set -euo pipefail
@@ -53,6 +54,8 @@ while IFS= read -r rel; do
     cp -a "$pristine" "$d"
     "damage_$kind" "$d/$rel"
     name=$(basename "$rel")
+    # A file of a generation table may be named by its generation's directory instead.
+    gen=$(sed -n 's|.*/gen/\([^/]*\)/.*|\1|p' <<< "$rel")
     # Run what a user would: verify, read, flush, read again. Collect every failure text.
     : > "$work/errors"
     ok=1
@@ -72,7 +75,7 @@ while IFS= read -r rel; do
     done
     if [[ $ok -eq 1 ]] && cmp -s "$work/out" "$work/expected"; then
       harmless=$((harmless + 1))
-    elif grep -qF "$name" "$work/errors"; then
+    elif grep -qF "$name" "$work/errors" || { [[ -n $gen ]] && grep -qF "$gen" "$work/errors"; }; then
       reported=$((reported + 1))
     else
       failures+=("$kind $rel: $(if [[ $ok -eq 1 ]]; then
