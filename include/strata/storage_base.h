@@ -209,7 +209,9 @@ class StorageBase {
                               ListSource source = ListSource::kAll) const;
   // Live keys (logical rows), optionally filtered.
   Result<int64_t> Count(ListSource source = ListSource::kAll, std::string_view filter = {}) const;
-  StoreObservation Observe() const;
+  // Counts of the base version and every shard's latest manifest. Reads each shard manifest
+  // chain's head as reads do, so a damaged one fails with the same Corruption naming it.
+  Result<StoreObservation> Observe() const;
   Result<int64_t> PendingGenerations() const;
 
   // --- Merge, compaction -------------------------------------------------------------

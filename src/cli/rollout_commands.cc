@@ -378,7 +378,8 @@ struct FlushOptions {
 Status RunFlush(const FlushOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, opt.shard));
   const std::string shard = ShardName(opt.shard);
-  store::RolloutObservation before = rollouts->Observe();
+  Result<store::RolloutObservation> before = rollouts->Observe();
+  if (!before.ok()) return before.status().WithContext(opt.dir);
   // Opening the writer claims the shard, replays its WAL (rows added without --flush) and
   // publishes what it replayed; the flush seals anything left.
   Status opened = rollouts->base().OpenWriter();
@@ -390,16 +391,17 @@ Status RunFlush(const FlushOptions& opt) {
         fmt::format("{}: another writer claimed shard '{}' while flushing; run the flush again",
                     opt.dir, shard));
   }
-  store::RolloutObservation after = rollouts->Observe();
-  const int64_t generations = after.pending_generations - before.pending_generations;
-  const int64_t rows = after.row_count - before.row_count;
+  Result<store::RolloutObservation> after = rollouts->Observe();
+  if (!after.ok()) return after.status().WithContext(opt.dir);
+  const int64_t generations = after->pending_generations - before->pending_generations;
+  const int64_t rows = after->row_count - before->row_count;
   if (generations <= 0) {
     return WriteStdout(fmt::format("nothing to flush in shard '{}'; {} generations pending\n",
-                                   shard, after.pending_generations));
+                                   shard, after->pending_generations));
   }
   return WriteStdout(fmt::format(
       "flushed shard '{}': {} rows now visible in {} new generations; {} generations pending\n",
-      shard, rows, generations, after.pending_generations));
+      shard, rows, generations, after->pending_generations));
 }
 
 struct MergeOptions {
@@ -481,7 +483,9 @@ struct StatsOptions {
 
 Status RunStats(const StatsOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, ""));
-  store::RolloutObservation o = rollouts->Observe();
+  Result<store::RolloutObservation> observed = rollouts->Observe();
+  if (!observed.ok()) return observed.status().WithContext(opt.dir);
+  const store::RolloutObservation& o = *observed;
   // One row, printed like any other (JSON line or aligned table).
   SchemaPtr schema =
       strata::schema({field("rows", int64()), field("fragments", int64()),
