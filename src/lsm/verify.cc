@@ -50,6 +50,8 @@ class ShardVerifier {
   // The manifest chain; returns the newest version when it reads.
   std::optional<pb::ShardManifest> CheckManifests() {
     ShardManifestStore manifests(store_, prefix_, shard_);
+    // The hint first: a version written after the listing must not look lost.
+    const uint64_t hinted = manifests.HintedVersion();
     Result<std::vector<uint64_t>> versions = manifests.ListVersions();
     if (!versions.ok()) {
       Problem(ShardManifestDir(prefix_, shard_), versions.status());
@@ -80,7 +82,6 @@ class ShardVerifier {
       }
     }
     const uint64_t newest = versions->back();
-    const uint64_t hinted = manifests.HintedVersion();
     if (hinted > newest) {
       Problem(ShardManifestKey(prefix_, shard_, hinted),
               Status::Corruption(fmt::format(
@@ -98,12 +99,23 @@ class ShardVerifier {
     return *latest;
   }
 
-  Status CheckWal(const std::optional<pb::ShardManifest>& head) {
+  Status CheckWal(std::optional<pb::ShardManifest> head) {
     STRATA_ASSIGN_OR_RETURN(std::vector<WalSegment> segments,
                             ListWalSegments(*store_, prefix_, shard_));
     if (head.has_value()) {
       Status complete =
           CheckWalSegmentsComplete(segments, prefix_, shard_, head->replay_after(), UINT64_MAX);
+      if (!complete.ok()) {
+        // A live writer may have published a later replay position, and deleted the segments
+        // it covers, after the head was read: judge by a fresh head and listing.
+        Result<pb::ShardManifest> fresh = ShardManifestStore(store_, prefix_, shard_).ReadLatest();
+        if (fresh.ok() && CompareWalPositions(fresh->replay_after(), head->replay_after()) != 0) {
+          head = std::move(*fresh);
+          STRATA_ASSIGN_OR_RETURN(segments, ListWalSegments(*store_, prefix_, shard_));
+          complete =
+              CheckWalSegmentsComplete(segments, prefix_, shard_, head->replay_after(), UINT64_MAX);
+        }
+      }
       if (!complete.ok()) Problem(MissingKey(complete), complete);
       const pb::WalPosition& closed = head->closed_wal_end();
       if (complete.ok() && closed.epoch() > 0 &&
