@@ -402,7 +402,9 @@ class Table {
 
   // --- Integrity --------------------------------------------------------------------
   // Checks that every manifest, data, deletion and index file the version references
-  // exists, has the recorded size and passes its checksums.
+  // exists, has the recorded size and passes its checksums, and that no manifest is missing
+  // from the chain: the one the latest-version hint names and, with all_versions, any
+  // between the oldest and the newest (versions a rollback replaced are not problems).
   Result<VerifyReport> Verify(const VerifyOptions& options = {}) const;
   // Commits a version without the fragments whose data or deletion files are missing.
   // (A table whose newest manifest is corrupt cannot be opened: RollBackCorruptVersions.)
