@@ -187,6 +187,52 @@ grep -q "^-> version" "$work/out" || fail "repair committed no version"
 [[ $("$strata" table count "$work/lost") -lt $live ]] || fail "repair kept the lost rows"
 "$strata" table repair "$t" | grep -q "nothing to repair" || fail "repair of a clean table"
 
+# A missing newest manifest: the table reads the version before it but warns on stderr, and
+# verify names the missing manifest. A missing middle manifest: verify --all-versions names it.
+manifest() { printf '%s/_versions/%020d.manifest' "$1" "$2"; }
+n=$(latest "$t")
+cp -r "$t" "$work/nonewest"
+rm "$(manifest "$work/nonewest" "$n")"
+expect_exit 0 "$strata" table count "$work/nonewest"
+grep -q "^strata: warning: .*hint names version $n .*reading version $((n - 1))" "$work/err" \
+  || fail "no warning for a missing newest manifest: $(cat "$work/err")"
+expect_exit 1 "$strata" table verify "$work/nonewest"
+grep -q "^version $n: _versions/$(printf %020d "$n").manifest: missing from storage" \
+  "$work/out" || fail "verify of a missing newest manifest: $(cat "$work/out")"
+cp -r "$t" "$work/nomiddle"
+rm "$(manifest "$work/nomiddle" 2)"
+expect_exit 0 "$strata" table verify "$work/nomiddle"
+[[ ! -s $work/err ]] || fail "a missing middle manifest warned: $(cat "$work/err")"
+expect_exit 1 "$strata" table verify "$work/nomiddle" --all-versions
+grep -q "^version 2: _versions/00000000000000000002.manifest: missing from storage" \
+  "$work/out" || fail "verify --all-versions of a missing middle manifest: $(cat "$work/out")"
+
+# A corrupt newest manifest: the table does not open; repair says what it would drop and
+# changes nothing, and with --drop-corrupt-versions commits the newest intact version's
+# content as a new version, deleting no data file.
+cp -r "$t" "$work/badnewest"
+b=$work/badnewest
+ls "$b/data" > "$work/data-before"
+printf 'garbage' | dd of="$(manifest "$b" "$n")" bs=1 seek=40 conv=notrunc 2>/dev/null
+expect_exit 1 "$strata" table count "$b"
+grep -q "Corruption" "$work/err" || fail "count of a corrupt table: $(cat "$work/err")"
+expect_exit 1 "$strata" table verify "$b"
+grep -q "strata table repair" "$work/err" || fail "verify names no way out: $(cat "$work/err")"
+ls -l "$b/_versions" > "$work/versions-before"
+expect_exit 1 "$strata" table repair "$b"
+grep -q "^version $n: corrupt: " "$work/out" || fail "repair report: $(cat "$work/out")"
+grep -q -- "--drop-corrupt-versions" "$work/err" || fail "repair without the flag: $(cat "$work/err")"
+ls -l "$b/_versions" | cmp -s - "$work/versions-before" || fail "repair without the flag wrote"
+expect_exit 0 "$strata" table repair "$b" --drop-corrupt-versions
+grep -q "^dropped version $n (corrupt: .*); table now at version $((n + 1)) with the content of \
+version $((n - 1))$" "$work/out" || fail "repair --drop-corrupt-versions: $(cat "$work/out")"
+[[ $(latest "$b") == $((n + 1)) ]] || fail "rollback version: $(latest "$b")"
+[[ $("$strata" table count "$b") -eq $("$strata" table count "$t" --version $((n - 1))) ]] \
+  || fail "rolled back to other rows"
+"$strata" table verify "$b" --all-versions > /dev/null || fail "verify after the rollback"
+ls "$b/data" | cmp -s - "$work/data-before" || fail "the rollback deleted data files"
+"$strata" table repair "$b" | grep -q "nothing to repair" || fail "repair after the rollback"
+
 # cleanup: old versions go, the latest stays readable and verifies.
 versions=$("$strata" table versions "$t" | wc -l)
 out=$("$strata" table cleanup "$t" --older-than 0s --keep 2 --delete-unreferenced)
