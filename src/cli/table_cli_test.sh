@@ -231,6 +231,8 @@ float_key='{"fields": [{"name": "k", "type": "float64", "nullable": false}]}'
 expect_exit 1 "$strata" table create "$work/floatkey" --schema "$float_key" --primary-key k
 grep -q "primary-key column 'k' has type float64" "$work/err" || fail "float key: $(cat "$work/err")"
 [[ ! -e $work/floatkey ]] || fail "failed create left $work/floatkey behind"
+expect_exit 1 "$strata" table create "$work/new/parents/t" --schema "$float_key" --primary-key k
+[[ ! -e $work/new ]] || fail "failed create left the parents it made behind"
 mkdir "$work/empty"
 expect_exit 1 "$strata" table create "$work/empty" --schema '{"fields": []}'
 [[ -d $work/empty && -z $(ls -A "$work/empty") ]] || fail "failed create changed an empty directory"

@@ -226,13 +226,18 @@ Status RunCreate(const CreateOptions& opt) {
     }
   }
   STRATA_RETURN_IF_ERROR(CheckNewOrEmptyDirectory(opt.dir, "table"));
-  // A failed create leaves the directory as it found it: gone when it did not exist, empty
-  // when it was empty (anything in it then is ours).
-  const bool existed = std::filesystem::exists(opt.dir, ec);
+  // A failed create leaves the directory as it found it: gone when it did not exist (with
+  // the parents made for it), empty when it was empty (anything in it then is ours).
+  std::filesystem::path made_root;  // the outermost directory this create makes, if any
+  for (std::filesystem::path p = std::filesystem::absolute(opt.dir, ec).lexically_normal();
+       !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path()) {
+    made_root = p;
+    if (p == p.parent_path()) break;
+  }
   auto undo = [&](const Status& failed) {
     std::error_code ignored;
-    if (!existed) {
-      std::filesystem::remove_all(opt.dir, ignored);
+    if (!made_root.empty()) {
+      std::filesystem::remove_all(made_root, ignored);
     } else {
       std::vector<std::filesystem::path> made;
       for (const auto& entry : std::filesystem::directory_iterator(opt.dir, ignored)) {
