@@ -259,6 +259,67 @@ printf '{"k":1,"v":"a"}\n{"k":-2,"v":"b"}\n' | "$strata" table append "$work/int
 expect_exit 1 "$strata" table get "$work/ints" abc
 grep -q "key 'abc' is not an integer" "$work/err" || fail "non-integer key: $(cat "$work/err")"
 
+# Input that cannot work is refused at the door: types nested deeper than the IPC reader
+# accepts and structs with two fields of one name fail at create, naming the column; a create
+# that fails leaves no directory behind (and an empty one empty).
+deep=int64
+for ((i = 0; i < 61; i++)); do deep="list<$deep>"; done
+expect_exit 1 "$strata" table create "$work/deep" \
+  --schema "{\"fields\": [{\"name\": \"d\", \"type\": \"$deep\"}]}"
+grep -q "schema field 'd': type nests deeper than 60 levels" "$work/err" \
+  || fail "deep type: $(cat "$work/err")"
+[[ ! -e $work/deep ]] || fail "refused deep create left a directory"
+expect_exit 1 "$strata" table create "$work/dup" \
+  --schema '{"fields": [{"name": "s", "type": "struct<a: int64, a: utf8>"}]}'
+grep -q "schema field 's'.*struct has two fields named 'a'" "$work/err" \
+  || fail "duplicate struct field: $(cat "$work/err")"
+float_key='{"fields": [{"name": "k", "type": "float64", "nullable": false}]}'
+expect_exit 1 "$strata" table create "$work/floatkey" --schema "$float_key" --primary-key k
+grep -q "primary-key column 'k' has type float64" "$work/err" || fail "float key: $(cat "$work/err")"
+[[ ! -e $work/floatkey ]] || fail "failed create left $work/floatkey behind"
+expect_exit 1 "$strata" table create "$work/new/parents/t" --schema "$float_key" --primary-key k
+[[ ! -e $work/new ]] || fail "failed create left the parents it made behind"
+mkdir "$work/empty"
+expect_exit 1 "$strata" table create "$work/empty" --schema '{"fields": []}'
+[[ -d $work/empty && -z $(ls -A "$work/empty") ]] || fail "failed create changed an empty directory"
+
+# Output that cannot be written fails the command (the data it committed stays committed).
+cp -r "$t" "$work/full"
+for args in "count $t" "versions $t" "checkout $t $(latest "$t")" "inspect $t" "verify $t" \
+  "scan $t --limit 2" "get $t r0005-s2" "append $work/full $work/scored.jsonl" \
+  "create $work/full-new --schema $schema"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$strata" table $args > /dev/full 2> "$work/err"
+  status=$?
+  set -e
+  [[ $status -eq 1 ]] || fail "table $args > /dev/full exited $status"
+  grep -q "writing the output failed: No space left on device" "$work/err" \
+    || fail "table $args > /dev/full: $(cat "$work/err")"
+done
+[[ ! -e $work/full-new ]] || fail "create that failed to print kept its table"
+"$strata" table append "$work/full" "$work/scored.jsonl" > /dev/full 2> "$work/err" || true
+grep -q "No space left on device; the 1 rows were appended -> version" "$work/err" \
+  || fail "append > /dev/full does not say the rows were appended: $(cat "$work/err")"
+
+# Version numbers out of range, duplicate columns and directories as input files are named.
+expect_exit 2 "$strata" table count "$t" --version 0
+grep -q "0 is out of range (at least 1)" "$work/err" || fail "--version 0: $(cat "$work/err")"
+(( $(wc -c < "$work/err") < 200 )) || fail "--version 0 error is long: $(cat "$work/err")"
+expect_exit 2 "$strata" table checkout "$t" 0
+expect_exit 2 "$strata" table scan "$t" --version 99999999999999999999
+grep -q "out of range (at most 18446744073709551615)" "$work/err" \
+  || fail "20-digit version: $(cat "$work/err")"
+expect_exit 2 "$strata" table inspect "$t" --version 18446744073709551616
+expect_exit 2 "$strata" table scan "$t" --offset -1
+expect_exit 1 "$strata" table scan "$t" --columns id,id
+grep -q "column 'id' is given twice" "$work/err" || fail "scan --columns id,id: $(cat "$work/err")"
+expect_exit 1 "$strata" table get "$t" r0005-s2 --columns id,id
+grep -q "column 'id' is given twice" "$work/err" || fail "get --columns id,id: $(cat "$work/err")"
+mkdir "$work/rows.jsonl"
+expect_exit 1 "$strata" table append "$t" "$work/rows.jsonl"
+grep -q "'$work/rows.jsonl' is a directory" "$work/err" || fail "input dir: $(cat "$work/err")"
+
 # Runtime errors exit 1 and do not create directories; usage errors exit 2.
 expect_exit 1 "$strata" table scan "$work/none"
 [[ ! -e $work/none ]] || fail "scan created a directory"

@@ -324,12 +324,12 @@ void AddTableMaintenanceCommands(CLI::App& group, int* exit_code) {
   compact_cmd
       ->add_option("--target-rows", compact->target_rows,
                    "Merge fragments with fewer live rows up to this many rows")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerAtLeast<int64_t>(1))
       ->capture_default_str();
   compact_cmd
       ->add_option("--max-source-fragments", compact->max_source_fragments,
                    "Rewrite at most this many fragments (0 = no bound)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(IntegerAtLeast<int>(0))
       ->capture_default_str();
   compact_cmd->add_flag("--no-materialize-deletions", compact->no_materialize_deletions,
                         "Keep deletion vectors instead of rewriting fragments without the rows");
@@ -347,7 +347,7 @@ void AddTableMaintenanceCommands(CLI::App& group, int* exit_code) {
   checkout_cmd->add_option("DIR", checkout->dir, kDirHelp)->required();
   checkout_cmd->add_option("VERSION", checkout->version, "Version number")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(IntegerAtLeast<uint64_t>(1));
   checkout_cmd->callback([checkout, exit_code] { *exit_code = Finish(RunCheckout(*checkout)); });
 
   auto verify = std::make_shared<VerifyOptions>();
@@ -373,9 +373,9 @@ void AddTableMaintenanceCommands(CLI::App& group, int* exit_code) {
       "inspect", "Show the schema, statistics, fragments, files, indexes and metadata");
   inspect_cmd->add_option("DIR", inspect->dir, kDirHelp)->required();
   inspect_cmd->add_option("--version", inspect->version, "Inspect this version, not the latest")
-      ->check(CLI::PositiveNumber);
+      ->check(IntegerAtLeast<uint64_t>(1));
   inspect_cmd->add_option("--max-fragments", inspect->max_fragments, "List at most this many")
-      ->check(CLI::NonNegativeNumber)
+      ->check(IntegerAtLeast<int>(0))
       ->capture_default_str();
   inspect_cmd->callback([inspect, exit_code] { *exit_code = Finish(RunInspect(*inspect)); });
 
@@ -392,7 +392,7 @@ void AddTableMaintenanceCommands(CLI::App& group, int* exit_code) {
       })
       ->capture_default_str();
   cleanup_cmd->add_option("--keep", cleanup->keep, "Always keep this many newest versions")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerAtLeast<int>(1))
       ->capture_default_str();
   cleanup_cmd->add_flag(
       "--delete-unreferenced", cleanup->delete_unreferenced,
