@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -72,34 +71,8 @@ Result<std::unique_ptr<RolloutStore>> OpenStore(const std::string& dir, const st
   return opened;
 }
 
-// The first key given twice in one object of `json` (a JSON object reader keeps one of the
-// values silently), or nothing.
-std::optional<std::string> DuplicateKey(std::string_view json) {
-  std::vector<std::set<std::string>> open_objects;
-  std::optional<std::string> duplicate;
-  nlohmann::json::parser_callback_t check = [&](int /*depth*/, nlohmann::json::parse_event_t event,
-                                                nlohmann::json& parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    if (event == Event::object_start) {
-      open_objects.emplace_back();
-    } else if (event == Event::object_end && !open_objects.empty()) {
-      open_objects.pop_back();
-    } else if (event == Event::key && !open_objects.empty() && parsed.is_string() &&
-               !open_objects.back().insert(parsed.get<std::string>()).second && !duplicate) {
-      duplicate = parsed.get<std::string>();
-    }
-    return true;
-  };
-  nlohmann::json parsed = nlohmann::json::parse(json, check, /*allow_exceptions=*/false);
-  (void)parsed;  // only the keys matter here; FromJson reports malformed JSON
-  return duplicate;
-}
-
-// --filter: RolloutFilters::FromJson, refusing a key given twice.
+// --filter: RolloutFilters::FromJson, its errors prefixed with the option.
 Result<store::RolloutFilters> ParseFilter(const std::string& text) {
-  if (std::optional<std::string> key = DuplicateKey(text)) {
-    return Status::InvalidArgument(fmt::format("--filter: key '{}' is given twice", *key));
-  }
   Result<store::RolloutFilters> parsed = store::RolloutFilters::FromJson(text);
   if (!parsed.ok()) return parsed.status().WithContext("--filter");
   return parsed;

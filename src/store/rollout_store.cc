@@ -54,12 +54,28 @@ std::vector<expr::Scalar> IdScalars(const std::vector<std::string>& ids, size_t 
 // --- Filters -------------------------------------------------------------------------
 
 Result<RolloutFilters> RolloutFilters::FromJson(std::string_view json) {
-  nlohmann::json value = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  // A JSON object reader keeps one value of a key given twice; a filter must not silently
+  // drop the other, so the parser's key events are checked at the top level.
+  std::set<std::string> keys;
+  std::optional<std::string> repeated;
+  nlohmann::json::parser_callback_t check = [&](int depth, nlohmann::json::parse_event_t event,
+                                                nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string() &&
+        !keys.insert(parsed.get<std::string>()).second && !repeated) {
+      repeated = parsed.get<std::string>();
+    }
+    return true;
+  };
+  nlohmann::json value = nlohmann::json::parse(json, check, /*allow_exceptions=*/false);
   if (value.is_discarded()) {
     return Status::InvalidArgument("rollout filters are not valid JSON");
   }
   if (!value.is_object()) {
     return Status::InvalidArgument("rollout filters must be a JSON object");
+  }
+  if (repeated) {
+    return Status::InvalidArgument(
+        fmt::format("rollout filter key '{}' is given twice", *repeated));
   }
   RolloutFilters out;
   for (auto it = value.begin(); it != value.end(); ++it) {

@@ -68,6 +68,14 @@ TEST(RolloutFiltersTest, RejectsUnknownKeysWrongTypesAndNonObjects) {
   EXPECT_FALSE(RolloutFilters::FromJson("not json").ok());
 }
 
+TEST(RolloutFiltersTest, RejectsAKeyGivenTwice) {
+  auto repeated =
+      RolloutFilters::FromJson(R"({"rollout_id": "a", "role": "user", "rollout_id": "b"})");
+  ASSERT_TRUE(repeated.status().IsInvalidArgument()) << repeated.status();
+  EXPECT_NE(repeated.status().message().find("key 'rollout_id' is given twice"), std::string::npos)
+      << repeated.status();
+}
+
 TEST(RolloutFiltersTest, ExpressionEscapesQuotesInFixedOrder) {
   ASSERT_OK_AND_ASSIGN(
       RolloutFilters f,
