@@ -155,10 +155,19 @@ struct ScanRequest {
 
 enum class FlushOutcome { kSealed, kNoop, kFenced };
 
+// What a merge did. A merge fails (an error Result) only when it changed nothing. Once its
+// base commit is made the merge returns OK with base_version set, and a failure of a step
+// after that commit — the drain of the shard manifest, fenced by a new writer of the shard
+// or failed by an I/O error — is in follow_up: the merged rows are committed and read
+// exactly once (readers skip generations the base's watermark covers), and the shard's next
+// merge (or its next writer's merge) drains those generations without committing again.
 struct MergeReport {
-  int generations_reclaimed = 0;
+  int generations_reclaimed = 0;  // drained from the shard manifest
   int64_t rows_merged = 0;
   uint64_t base_version = 0;  // 0 when no base commit was made
+  Status follow_up;           // OK, or why a step after the base commit failed
+  // Whether the merge did everything it set out to do.
+  bool complete() const { return follow_up.ok(); }
 };
 
 struct StoreObservation {
@@ -214,6 +223,8 @@ class StorageBase {
 
   // --- Merge, compaction -------------------------------------------------------------
   // Count trigger: merge the own shard when merge_after_generations (> 0) are pending.
+  // A merge reads only the own shard's manifest and the base table: another shard's damage
+  // does not fail it. See MergeReport for a merge that committed and then failed a step.
   Result<MergeReport> MaybeMerge();
   // Time trigger: seal first, then merge whatever is pending in the own shard (one pass).
   Result<MergeReport> Cleanup();

@@ -584,6 +584,14 @@ Result<MergeReport> StorageBase::Impl::RunMerge(int min_generations, bool seal_f
     report.generations_reclaimed = committed->generations_reclaimed;
     report.rows_merged = committed->rows_merged;
     report.base_version = committed->base_version;
+    report.follow_up = std::move(committed->drain_status);
+    if (!report.follow_up.ok()) {
+      Increment(metrics.merge_errors["commit"]);
+      LogWarning(
+          "store {}: merge committed version {}, then draining the shard manifest failed: {} "
+          "(the next merge drains)",
+          store_label, report.base_version, report.follow_up.ToString());
+    }
     return report;
   }
   return last;
