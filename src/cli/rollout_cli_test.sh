@@ -194,6 +194,24 @@ expect_exit 1 "$strata" rollout stats "$work/junk"
 expect_exit 1 "$strata" rollout add "$work/tbl" "$input"
 grep -q "not a rollout store" "$work/err" || fail "foreign table: $(cat "$work/err")"
 [[ $("$strata" table versions "$work/tbl" | wc -l) -eq 1 ]] || fail "add changed a foreign table"
+# A merge of one shard does not fail because another shard's manifest is damaged: it exits
+# 0, and the count of the other shards' pending generations is reported as unknown.
+m=$work/two-shards
+"$strata" rollout add "$m" "$input" --shard a --flush > /dev/null
+before_b=$(ls "$m/_lsm")
+head -2 "$input" | sed 's/"id": *"/"id":"b-/' | "$strata" rollout add "$m" --shard b --flush \
+  > /dev/null
+b_dir=$(comm -13 <(echo "$before_b") <(ls "$m/_lsm"))
+[[ -n $b_dir ]] || fail "no directory of shard b"
+for manifest in "$m/_lsm/$b_dir/manifest/"*.shard; do
+  printf 'XXXX' | dd of="$manifest" bs=1 seek=20 conv=notrunc 2> /dev/null
+done
+expect_exit 0 "$strata" rollout merge "$m" --shard a
+grep -q "^merged 1 generations ($total rows) of shard 'a' -> version 2" "$work/out" \
+  || fail "merge beside a damaged shard: $(cat "$work/out")"
+grep -q "could not count the pending generations of the other shards: Corruption" "$work/err" \
+  || fail "damage of the other shard not reported: $(cat "$work/err")"
+
 expect_exit 2 "$strata" rollout
 expect_exit 2 "$strata" rollout list
 expect_exit 2 "$strata" rollout get "$s"
