@@ -497,5 +497,29 @@ TEST_F(StorageBaseTest, MergeOfOneShardSucceedsWhenAnotherShardsManifestIsDamage
   EXPECT_GT(merged.base_version, 0u);
 }
 
+TEST_F(StorageBaseTest, WalRowsReplayAfterTheBaseTableGainedANullableColumn) {
+  {
+    StorageBaseOptions options;
+    options.seal_on_close = false;
+    ASSERT_OK_AND_ASSIGN(auto writer, OpenBase(options));
+    ASSERT_OK(writer->Put({Items({{"w", "x", 1}})}));
+    ASSERT_OK(writer->Close());
+  }
+  // The acknowledged row is only in the WAL when the base table gains a column.
+  ASSERT_OK_AND_ASSIGN(auto table, table::Table::Open(store_, prefix_));
+  ASSERT_OK(table->AddColumns({field("extra", utf8(), true)}).status());
+
+  ASSERT_OK_AND_ASSIGN(auto next, OpenBase());
+  ASSERT_OK(next->OpenWriter());  // replays the WAL in the old schema
+  ASSERT_OK_AND_ASSIGN(auto rows, next->Scan({}));
+  EXPECT_EQ(Keys(Rows(rows)), std::vector<std::string>{"w"});
+  ASSERT_OK_AND_ASSIGN(MergeReport merged, next->Cleanup());
+  EXPECT_EQ(merged.rows_merged, 1);
+  ASSERT_OK_AND_ASSIGN(RecordBatch got,
+                       next->GetMany({expr::Scalar::String("w")}, {"id", "extra"}));
+  ASSERT_EQ(got.num_rows(), 1);
+  EXPECT_FALSE(got.column(1).IsValid(0));
+}
+
 }  // namespace
 }  // namespace strata::store
