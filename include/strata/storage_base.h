@@ -76,6 +76,13 @@ class MergeBudget;  // src/lsm/merge.h
 
 namespace strata::store {
 
+// Schema metadata key of a store's base table: the kind of store that created it.
+inline constexpr std::string_view kStoreKindMetadata = "strata:store:kind";
+// The kind a StorageBase records when its options name none.
+inline constexpr std::string_view kGenericStoreKind = "generic";
+// The kind OwningStoreKind reports for a store created before kinds were recorded.
+inline constexpr std::string_view kUnrecordedStoreKind = "lsm";
+
 // Which part of the LSM tree a read covers.
 enum class ListSource {
   kAll,        // base table + pending generations (+ own memtable with read_own_writes)
@@ -90,6 +97,10 @@ struct StorageBaseOptions {
   std::string key_column;
   // Stable writer identity; "" = "default".
   std::string shard_id;
+  // The kind of typed store ("rollout", ...), recorded in the base schema's metadata
+  // (kStoreKindMetadata) when the store is created, so that table-level tools know that a
+  // store owns the table (OwningStoreKind). Ignored when the store exists.
+  std::string store_kind = std::string(kGenericStoreKind);
   // Additive evolution: columns of latest_schema missing from the base table are added
   // (all null) at open and before merges. Null = off.
   SchemaPtr latest_schema;
@@ -256,6 +267,38 @@ class StorageBase {
   explicit StorageBase(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// --- Ownership of the base table ----------------------------------------------------------
+// A store's base table is an ordinary table (table.h), so table-level tools can open it. The
+// store keeps invariants the table does not know about (one live base row per key, rows
+// pending in its shards, a schema its kind understands, files written before they are
+// committed), so a change made to the base table directly must follow the store's rules.
+
+// Which store owns the table at `prefix` of `store`, whose latest schema is `base_schema`:
+// the kind recorded at create (kStoreKindMetadata), kUnrecordedStoreKind for a store made
+// before kinds were recorded (it has objects under "<prefix>_lsm/"), nullopt for a table
+// that no store owns. Errors: the listing's.
+Result<std::optional<std::string>> OwningStoreKind(ObjectStore& store, std::string_view prefix,
+                                                   const Schema& base_schema);
+
+// A change made directly to a base table, bypassing its store.
+enum class BaseTableChange {
+  kAppend,                   // append rows
+  kAddColumns,               // add columns
+  kDeleteRows,               // delete rows by key or predicate
+  kCompact,                  // compact fragments (what StorageBase::Compact does)
+  kRepair,                   // drop fragments whose files are missing (StorageBase::Repair)
+  kRemoveOldVersions,        // remove old versions and the files only they use
+  kDeleteUnreferencedFiles,  // delete data files that no version references
+};
+
+// OK when a store of kind `store_kind` stays consistent after `change` is made to its base
+// table directly; otherwise InvalidArgument whose message is the reason alone (the caller
+// names the store and the command to use instead). Compaction, repair and removing old
+// versions are what the store does itself and are allowed; appends, added columns, deleted
+// rows and deleting unreferenced files are refused. The rules are the same for every kind
+// today; a kind with other rules decides here.
+Status CheckBaseTableChange(std::string_view store_kind, BaseTableChange change);
 
 // The text every refused read's message starts with (servers map it to 503).
 inline constexpr std::string_view kPendingGenerationsExceeded = "too many pending generations";

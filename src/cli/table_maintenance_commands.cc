@@ -27,6 +27,7 @@ struct CompactOptions {
 
 Status RunCompact(const CompactOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> t, OpenTable(opt.dir));
+  STRATA_RETURN_IF_ERROR(CheckTableChangeAllowed(opt.dir, *t, store::BaseTableChange::kCompact));
   RowProgress progress("compacting");
   table::CompactionOptions options{.target_rows_per_fragment = opt.target_rows,
                                    .materialize_deletions = !opt.no_materialize_deletions,
@@ -240,6 +241,10 @@ struct CleanupCommandOptions {
 Status RunCleanup(const CleanupCommandOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(int64_t older_than, ParseDuration(opt.older_than));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> t, OpenTable(opt.dir));
+  STRATA_RETURN_IF_ERROR(CheckTableChangeAllowed(
+      opt.dir, *t,
+      opt.delete_unreferenced ? store::BaseTableChange::kDeleteUnreferencedFiles
+                              : store::BaseTableChange::kRemoveOldVersions));
   Result<table::CleanupResult> result =
       t->CleanupOldVersions({.older_than_micros = older_than,
                              .keep_at_least = opt.keep,

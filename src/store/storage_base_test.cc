@@ -521,5 +521,32 @@ TEST_F(StorageBaseTest, WalRowsReplayAfterTheBaseTableGainedANullableColumn) {
   EXPECT_FALSE(got.column(1).IsValid(0));
 }
 
+TEST_F(StorageBaseTest, OwningStoreKindNamesTheStoreThatCreatedTheTable) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase({.store_kind = "items"}));
+  ASSERT_OK_AND_ASSIGN(auto table, table::Table::Open(store_, prefix_));
+  ASSERT_OK_AND_ASSIGN(std::optional<std::string> kind,
+                       OwningStoreKind(*store_, prefix_, *table->schema()));
+  EXPECT_EQ(kind, std::optional<std::string>("items"));
+
+  // A plain table is owned by no store, until objects of a store appear beside it (a store
+  // made before kinds were recorded).
+  ASSERT_OK_AND_ASSIGN(auto plain, table::Table::Create(store_, "plain/", ItemSchema()));
+  ASSERT_OK_AND_ASSIGN(kind, OwningStoreKind(*store_, "plain/", *plain->schema()));
+  EXPECT_EQ(kind, std::nullopt);
+  ASSERT_OK(store_->Put("plain/_lsm/shards/x", ""));
+  ASSERT_OK_AND_ASSIGN(kind, OwningStoreKind(*store_, "plain/", *plain->schema()));
+  EXPECT_EQ(kind, std::optional<std::string>(kUnrecordedStoreKind));
+
+  EXPECT_TRUE(CheckBaseTableChange("items", BaseTableChange::kCompact).ok());
+  EXPECT_TRUE(CheckBaseTableChange("items", BaseTableChange::kRemoveOldVersions).ok());
+  for (BaseTableChange change :
+       {BaseTableChange::kAppend, BaseTableChange::kAddColumns, BaseTableChange::kDeleteRows,
+        BaseTableChange::kDeleteUnreferencedFiles}) {
+    Status status = CheckBaseTableChange("items", change);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status;
+    EXPECT_FALSE(status.message().empty());
+  }
+}
+
 }  // namespace
 }  // namespace strata::store
