@@ -212,6 +212,29 @@ grep -q "^merged 1 generations ($total rows) of shard 'a' -> version 2" "$work/o
 grep -q "could not count the pending generations of the other shards: Corruption" "$work/err" \
   || fail "damage of the other shard not reported: $(cat "$work/err")"
 
+# A merge that commits and then fails to drain the shard manifest exits 3 and says what it
+# committed; the rows are read once, and the next merge drains. The drain is made to fail by
+# a directory where its manifest version goes: a flush (as the merge's own writer opening)
+# writes some versions, the merge writes as many before its base commit, then the drain.
+d=$work/drain
+"$strata" rollout add "$d" "$input" --flush > /dev/null
+d_shard=$(ls "$d/_lsm" | grep -v '^shards$')
+versions() { ls "$d/_lsm/$d_shard/manifest/" | grep -c '\.shard$'; }
+v0=$(versions)
+"$strata" rollout flush "$d" > /dev/null
+v1=$(versions)
+blocker=$d/_lsm/$d_shard/manifest/$(printf '%020d' $((v1 + (v1 - v0) + 1))).shard
+mkdir "$blocker"
+expect_exit 3 "$strata" rollout merge "$d"
+grep -q "merged $total rows of shard 'default' -> version 2 committed; draining" "$work/err" \
+  || fail "merge with a failed drain: $(cat "$work/err")"
+[[ $(rows_of "$d" --source fragments) -eq $total ]] || fail "the committed merge is not visible"
+[[ $(rows_of "$d") -eq $total ]] || fail "rows of an undrained merge read twice or lost"
+rmdir "$blocker"
+out=$("$strata" rollout merge "$d")
+[[ $out == "merged 1 generations (0 rows) of shard 'default' -> version 2" ]] \
+  || fail "the next merge did not drain: $out"
+
 expect_exit 2 "$strata" rollout
 expect_exit 2 "$strata" rollout list
 expect_exit 2 "$strata" rollout get "$s"
