@@ -45,9 +45,12 @@ Status CheckTableChangeAllowed(const std::string& dir, const table::Table& t,
   Status allowed = store::CheckBaseTableChange(*kind, change);
   if (allowed.ok()) return Status::OK();
   std::string instead = Instead(*kind, change);
+  // A store made before kinds were recorded is named without one.
+  std::string store =
+      *kind == store::kUnrecordedStoreKind ? "a store" : fmt::format("a {} store", *kind);
   return Status(allowed.code(),
-                fmt::format("'{}' is a {} store, not a plain table: {}{}", dir, *kind,
-                            allowed.message(), instead.empty() ? "" : "; " + instead));
+                fmt::format("'{}' is {}, not a plain table: {}{}", dir, store, allowed.message(),
+                            instead.empty() ? "" : "; " + instead));
 }
 
 }  // namespace strata::cli
