@@ -271,12 +271,15 @@ struct StorageBase::Impl {
   Result<MergeReport> RunMerge(int min_generations, bool seal_first);
 
   // Sweeps this shard's merged generation directories that a merger which died left
-  // behind (best effort).
+  // behind (best effort). Reads only this shard's watermark, so another shard's damaged
+  // entry in the base metadata does not stop it.
   void SweepMergedGenerations() {
-    Result<lsm::Watermarks> watermarks = lsm::ReadWatermarks(base->metadata());
+    const KeyValueMetadata metadata = base->metadata();
+    std::optional<std::string_view> value = metadata.Get(lsm::MergedWatermarkKey(shard));
+    Result<uint64_t> watermark = lsm::ParseWatermark(value.value_or(std::string_view()));
     Result<lsm::pb::ShardManifest> manifest = manifests.ReadLatest();
-    if (!watermarks.ok() || !manifest.ok()) return;
-    deleter->Sweep(shard, lsm::WatermarkOf(*watermarks, shard), *manifest);
+    if (!watermark.ok() || !manifest.ok()) return;
+    deleter->Sweep(shard, *watermark, *manifest);
   }
 };
 

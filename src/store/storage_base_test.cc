@@ -497,6 +497,29 @@ TEST_F(StorageBaseTest, MergeOfOneShardSucceedsWhenAnotherShardsManifestIsDamage
   EXPECT_GT(merged.base_version, 0u);
 }
 
+TEST_F(StorageBaseTest, MergeSweepsItsLeftoversWhenAnotherShardsWatermarkIsDamaged) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
+  ASSERT_OK(base->Put({Items({{"a", "x", 1}})}));
+  ASSERT_OK(base->Flush().status());
+  // A merger that died left a directory of generation 1 behind, and another shard's
+  // watermark in the base metadata is damaged.
+  std::filesystem::path leftover =
+      dir_.path() /
+      (lsm::ShardDir(prefix_, lsm::DeriveShardId("items")) + "gen/00000000000000000001-deadbeef");
+  std::filesystem::create_directories(leftover);
+  std::ofstream(leftover / "data").put('x');
+  ASSERT_OK_AND_ASSIGN(auto table, table::Table::Open(store_, prefix_));
+  KeyValueMetadata damaged;
+  damaged.Set(lsm::MergedWatermarkKey(lsm::DeriveShardId("other")), "not a number");
+  ASSERT_OK(table->UpdateMetadata(damaged).status());
+
+  ASSERT_OK_AND_ASSIGN(MergeReport merged, base->Cleanup());
+  EXPECT_TRUE(merged.complete()) << merged.follow_up;
+  EXPECT_EQ(merged.generations_reclaimed, 1);
+  EXPECT_FALSE(std::filesystem::exists(leftover))
+      << "the merge's sweep of its own shard must not depend on other shards' watermarks";
+}
+
 TEST_F(StorageBaseTest, WalRowsReplayAfterTheBaseTableGainedANullableColumn) {
   {
     StorageBaseOptions options;
