@@ -430,7 +430,7 @@ Result<IngestRun> RunIngest(const IngestData& d, RolloutStore& s, const std::str
   r.add = Summarize(std::move(us));
   STRATA_ASSIGN_OR_RETURN(r.generations, s.PendingGenerations());
   r.stored_bytes = DirectoryBytes(root);
-  store::RolloutObservation o = s.Observe();
+  STRATA_ASSIGN_OR_RETURN(store::RolloutObservation o, s.Observe());
   Expect(o.row_count == d.rows,
          fmt::format("after ingesting {} rows Observe().row_count = {}", d.rows, o.row_count));
   return r;
@@ -548,7 +548,8 @@ struct MergeRun {
 Result<MergeRun> TimeCleanup(RolloutStore& s, std::string what, double bytes_per_row) {
   MergeRun r{std::move(what)};
   STRATA_ASSIGN_OR_RETURN(r.generations, s.PendingGenerations());
-  r.base_rows_before = s.base().Observe().base_rows;
+  STRATA_ASSIGN_OR_RETURN(store::StoreObservation before, s.base().Observe());
+  r.base_rows_before = before.base_rows;
   const auto start = Clock::now();
   STRATA_ASSIGN_OR_RETURN(r.report, s.Cleanup());
   r.seconds = Seconds(start);
@@ -596,8 +597,9 @@ Result<RssRun> RunRss(const Config& config, const std::string& root) {
   r.hwm_after_kib = ProcStatusKiB("VmHWM");
   r.rss_after_kib = ProcStatusKiB("VmRSS");
   STRATA_ASSIGN_OR_RETURN(r.generations, s->PendingGenerations());
-  Expect(s->Observe().row_count == r.rows,
-         fmt::format("after {} rows Observe().row_count = {}", r.rows, s->Observe().row_count));
+  STRATA_ASSIGN_OR_RETURN(store::RolloutObservation o, s->Observe());
+  Expect(o.row_count == r.rows,
+         fmt::format("after {} rows Observe().row_count = {}", r.rows, o.row_count));
   return r;
 }
 

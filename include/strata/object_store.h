@@ -103,7 +103,10 @@ struct LocalObjectStoreOptions {
 // Objects are files under `root` (created if missing): a put writes a temporary file
 // (".strata-tmp-*": never listed, and keys with a segment of that prefix are InvalidArgument),
 // syncs it, renames or links it into place and syncs the directory. A key cannot be both an
-// object and a directory of objects ("a" and "a/b"). See src/io/file_object_store.h.
+// object and a directory of objects ("a" and "a/b"). Symbolic links inside the root are never
+// followed: listings skip them, and reads, writes and deletes through one fail with an
+// IOError naming the link, so nothing outside the root is read or removed through a link
+// placed in a store. See src/io/file_object_store.h.
 Result<std::shared_ptr<ObjectStore>> OpenLocalObjectStore(const std::string& root,
                                                           LocalObjectStoreOptions options = {});
 // Objects live in memory (tests, scratch).

@@ -177,7 +177,10 @@ class RolloutStore {
                                                ListSource source = ListSource::kAll) const;
   // The binary_payload of `id`, if the row exists and has one.
   Result<std::optional<std::string>> GetBlob(std::string_view id) const;
-  RolloutObservation Observe() const;
+  // Counts over the base table, every shard's pending generations and this handle's
+  // memtable. Fails (Corruption naming the object) when a shard manifest or the base's
+  // watermarks are damaged, as reads do.
+  Result<RolloutObservation> Observe() const;
 
   // Passthroughs.
   Result<FlushOutcome> Flush();

@@ -229,7 +229,9 @@ class StorageBase {
                               ListSource source = ListSource::kAll) const;
   // Live keys (logical rows), optionally filtered.
   Result<int64_t> Count(ListSource source = ListSource::kAll, std::string_view filter = {}) const;
-  StoreObservation Observe() const;
+  // Counts of the base version and every shard's latest manifest. Reads each shard manifest
+  // chain's head as reads do, so a damaged one fails with the same Corruption naming it.
+  Result<StoreObservation> Observe() const;
   Result<int64_t> PendingGenerations() const;
 
   // --- Merge, compaction -------------------------------------------------------------
@@ -267,6 +269,19 @@ class StorageBase {
   explicit StorageBase(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Checks the store at `prefix` end to end without opening a writer or changing anything:
+// the base table (table::Table::Verify with `options`) and its merge watermarks, then every
+// shard's manifest chain (each retained version decodes, versions are consecutive, the
+// latest-version hint is not ahead of the newest version), WAL segments (records read end
+// to end with their checksums; no segment that replay needs is missing; positions the
+// manifest records lie within their segments) and pending generations (each generation
+// table verifies, its bloom filter decodes). docs/format/lsm.md §10. Problems go into the
+// report, one line each in table::Table::Verify's format ("shard <uuid>: <key>: <what>"
+// for the LSM side); errors that stop the check (no table at `prefix`, a base table that
+// cannot be opened, a failing listing) are returned.
+Result<table::VerifyReport> VerifyStore(std::shared_ptr<ObjectStore> store, std::string prefix,
+                                        const table::VerifyOptions& options = {});
 
 // --- Ownership of the base table ----------------------------------------------------------
 // A store's base table is an ordinary table (table.h), so table-level tools can open it. The

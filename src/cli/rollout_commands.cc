@@ -1,4 +1,5 @@
-// `strata rollout add | list | get | trajectory | blob | flush | merge | compact | stats`: a
+// `strata rollout add | list | get | trajectory | blob | flush | merge | compact | stats |
+// verify`: a
 // rollout store (include/strata/rollout_store.h, the store at the root of a local directory)
 // from the command line.
 #include "rollout_commands.h"
@@ -20,6 +21,7 @@
 #include "strata/json.h"
 #include "strata/object_store.h"
 #include "strata/rollout_store.h"
+#include "strata/storage_base.h"
 #include "strata/table.h"
 #include "table_cli.h"
 
@@ -378,7 +380,8 @@ struct FlushOptions {
 Status RunFlush(const FlushOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, opt.shard));
   const std::string shard = ShardName(opt.shard);
-  store::RolloutObservation before = rollouts->Observe();
+  Result<store::RolloutObservation> before = rollouts->Observe();
+  if (!before.ok()) return before.status().WithContext(opt.dir);
   // Opening the writer claims the shard, replays its WAL (rows added without --flush) and
   // publishes what it replayed; the flush seals anything left.
   Status opened = rollouts->base().OpenWriter();
@@ -390,16 +393,17 @@ Status RunFlush(const FlushOptions& opt) {
         fmt::format("{}: another writer claimed shard '{}' while flushing; run the flush again",
                     opt.dir, shard));
   }
-  store::RolloutObservation after = rollouts->Observe();
-  const int64_t generations = after.pending_generations - before.pending_generations;
-  const int64_t rows = after.row_count - before.row_count;
+  Result<store::RolloutObservation> after = rollouts->Observe();
+  if (!after.ok()) return after.status().WithContext(opt.dir);
+  const int64_t generations = after->pending_generations - before->pending_generations;
+  const int64_t rows = after->row_count - before->row_count;
   if (generations <= 0) {
     return WriteStdout(fmt::format("nothing to flush in shard '{}'; {} generations pending\n",
-                                   shard, after.pending_generations));
+                                   shard, after->pending_generations));
   }
   return WriteStdout(fmt::format(
       "flushed shard '{}': {} rows now visible in {} new generations; {} generations pending\n",
-      shard, rows, generations, after.pending_generations));
+      shard, rows, generations, after->pending_generations));
 }
 
 struct MergeOptions {
@@ -519,7 +523,9 @@ struct StatsOptions {
 
 Status RunStats(const StatsOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, ""));
-  store::RolloutObservation o = rollouts->Observe();
+  Result<store::RolloutObservation> observed = rollouts->Observe();
+  if (!observed.ok()) return observed.status().WithContext(opt.dir);
+  const store::RolloutObservation& o = *observed;
   // One row, printed like any other (JSON line or aligned table).
   SchemaPtr schema =
       strata::schema({field("rows", int64()), field("fragments", int64()),
@@ -536,6 +542,39 @@ Status RunStats(const StatsOptions& opt) {
   RowPrinter printer(opt.output, schema);
   STRATA_RETURN_IF_ERROR(printer.Add(row));
   return printer.Finish();
+}
+
+// --- verify -----------------------------------------------------------------------------------
+
+struct VerifyOptions {
+  std::string dir;
+  bool all_versions = false;
+};
+
+// The report format of `strata table verify`, over the base table and the LSM side.
+Status RunVerify(const VerifyOptions& opt) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(opt.dir, ec)) {
+    return Status::NotFound(fmt::format("no rollout store at '{}': not a directory", opt.dir));
+  }
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> objects, OpenLocalObjectStore(opt.dir));
+  STRATA_ASSIGN_OR_RETURN(bool has_table, table::Table::Exists(*objects, ""));
+  if (!has_table) return Status::NotFound(fmt::format("no rollout store at '{}'", opt.dir));
+  Result<table::VerifyReport> verified =
+      store::VerifyStore(objects, "", {.all_versions = opt.all_versions});
+  if (!verified.ok()) return verified.status().WithContext(opt.dir);
+  const table::VerifyReport& report = *verified;
+  Result<std::shared_ptr<table::Table>> base = table::Table::Open(objects, "");
+  if (!base.ok()) return base.status().WithContext(opt.dir);
+  std::string out;
+  for (const std::string& problem : report.problems) out += problem + "\n";
+  out += fmt::format("checked {} manifests and {} files ({}) at version {}: {}\n",
+                     report.manifests_checked, report.files_checked,
+                     FormatBytes(report.bytes_checked), (*base)->version(),
+                     report.ok() ? "ok" : fmt::format("{} problems", report.problems.size()));
+  STRATA_RETURN_IF_ERROR(WriteStdout(out));
+  if (report.ok()) return Status::OK();
+  return Status::Corruption(fmt::format("{}: {} problems found", opt.dir, report.problems.size()));
 }
 
 }  // namespace
@@ -649,6 +688,16 @@ void AddRolloutCommands(CLI::App& app, int* exit_code) {
   stats_cmd->add_option("DIR", stats->dir, kDirHelp)->required();
   AddRowOutputOptions(stats_cmd, &stats->output);
   stats_cmd->callback([stats, exit_code] { *exit_code = Finish(RunStats(*stats)); });
+
+  auto verify = std::make_shared<VerifyOptions>();
+  CLI::App* verify_cmd = group->add_subcommand(
+      "verify",
+      "Check the base table, WAL segments, shard manifests and generations (exit 1 when there "
+      "are problems)");
+  verify_cmd->add_option("DIR", verify->dir, kDirHelp)->required();
+  verify_cmd->add_flag("--all-versions", verify->all_versions,
+                       "Check every kept version of the base table");
+  verify_cmd->callback([verify, exit_code] { *exit_code = Finish(RunVerify(*verify)); });
 }
 
 }  // namespace strata::cli

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -111,6 +112,13 @@ Status RunVerify(const VerifyOptions& opt) {
                      FormatBytes(report.bytes_checked), t->version(),
                      report.ok() ? "ok" : fmt::format("{} problems", report.problems.size()));
   STRATA_RETURN_IF_ERROR(WriteStdout(out));
+  std::error_code ec;
+  if (std::filesystem::is_directory(std::filesystem::path(opt.dir) / "_lsm", ec)) {
+    std::fprintf(stderr,
+                 "note: %s is a store: this checked its base table only; `strata rollout verify` "
+                 "also checks its WAL segments, shard manifests and generations\n",
+                 opt.dir.c_str());
+  }
   if (report.ok()) return Status::OK();
   return Status::Corruption(fmt::format(
       "{}: {} problems found; `strata table repair` drops fragments whose files are missing",

@@ -182,6 +182,10 @@ Result<FileStatus> FaultInjectionFileSystem::Stat(const std::string& path) {
   return base_->Stat(path);
 }
 
+Result<FileStatus> FaultInjectionFileSystem::LinkStat(const std::string& path) {
+  return base_->LinkStat(path);
+}
+
 Result<std::vector<FileEntry>> FaultInjectionFileSystem::ListFiles(const std::string& dir) {
   return base_->ListFiles(dir);
 }

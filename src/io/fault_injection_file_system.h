@@ -65,6 +65,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   Result<Buffer> ReadRange(const std::string& path, int64_t offset, int64_t length) override;
   Result<Buffer> MapFile(const std::string& path) override;
   Result<FileStatus> Stat(const std::string& path) override;
+  Result<FileStatus> LinkStat(const std::string& path) override;
   Status RenameFile(const std::string& from, const std::string& to) override;
   Status LinkFile(const std::string& from, const std::string& to) override;
   Status DeleteFile(const std::string& path) override;

@@ -105,7 +105,7 @@ class FileObjectStore final : public ObjectStore {
   }
 
   Result<Buffer> Get(std::string_view key) override {
-    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    STRATA_RETURN_IF_ERROR(CheckKeyAndPath("get", key));
     const std::string path = PathOf(key);
     Result<FileStatus> st = fs_->Stat(path);
     if (!st.ok()) return ReadError("get", key, st.status());
@@ -117,7 +117,7 @@ class FileObjectStore final : public ObjectStore {
   }
 
   Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length) override {
-    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    STRATA_RETURN_IF_ERROR(CheckKeyAndPath("get range of", key));
     if (offset < 0 || length < 0) {
       return Status::InvalidArgument(
           fmt::format("get range of '{}': negative offset {} or length {}", key, offset, length));
@@ -128,7 +128,7 @@ class FileObjectStore final : public ObjectStore {
   }
 
   Result<ObjectMeta> Head(std::string_view key) override {
-    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    STRATA_RETURN_IF_ERROR(CheckKeyAndPath("head", key));
     Result<FileStatus> st = fs_->Stat(PathOf(key));
     if (!st.ok()) return ReadError("head", key, st.status());
     if (st->is_directory) return NotFound(key);
@@ -136,7 +136,8 @@ class FileObjectStore final : public ObjectStore {
   }
 
   Status Put(std::string_view key, std::string_view data) override {
-    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    // The object itself may be a link: rename(2) replaces the link, never its target.
+    STRATA_RETURN_IF_ERROR(CheckKeyAndPath("put", key, /*whole_key=*/false));
     const std::string path = PathOf(key);
     ReaderLock namespace_lock(namespace_mu_);
     Result<std::string> temp = WriteTempFile(key, data);
@@ -150,7 +151,7 @@ class FileObjectStore final : public ObjectStore {
   }
 
   Status PutIfAbsent(std::string_view key, std::string_view data) override {
-    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    STRATA_RETURN_IF_ERROR(CheckKeyAndPath("put-if-absent", key, /*whole_key=*/false));
     const std::string path = PathOf(key);
     ReaderLock namespace_lock(namespace_mu_);
     Result<std::string> temp = WriteTempFile(key, data);
@@ -172,8 +173,8 @@ class FileObjectStore final : public ObjectStore {
 
   // A hard link: no bytes are written, so the cost does not depend on the object's size.
   Status Copy(std::string_view from, std::string_view to) override {
-    STRATA_RETURN_IF_ERROR(CheckKey(from));
-    STRATA_RETURN_IF_ERROR(CheckKey(to));
+    STRATA_RETURN_IF_ERROR(CheckKeyAndPath("copy", from));
+    STRATA_RETURN_IF_ERROR(CheckKeyAndPath("copy", to, /*whole_key=*/false));
     const std::string source = PathOf(from);
     const std::string path = PathOf(to);
     const std::string dir = AbsoluteDir(ParentDir(to));
@@ -201,7 +202,7 @@ class FileObjectStore final : public ObjectStore {
   }
 
   Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key) override {
-    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    STRATA_RETURN_IF_ERROR(CheckKeyAndPath("create appendable", key, /*whole_key=*/false));
     const std::string path = PathOf(key);
     const std::string dir = AbsoluteDir(ParentDir(key));
     ReaderLock namespace_lock(namespace_mu_);
@@ -237,6 +238,10 @@ class FileObjectStore final : public ObjectStore {
     // List the deepest directory that holds every match, then filter by the full prefix.
     size_t slash = prefix.rfind('/');
     std::string_view dir = slash == std::string_view::npos ? "" : prefix.substr(0, slash);
+    // A link on the way to `dir` lists as nothing, like a link below it (ListFiles).
+    Result<std::string> link = FirstLink(dir);
+    if (!link.ok()) return link.status().WithContext(fmt::format("list '{}'", prefix));
+    if (!link->empty()) return std::vector<ObjectMeta>{};
     Result<std::vector<FileEntry>> entries = fs_->ListFiles(AbsoluteDir(dir));
     if (!entries.ok()) {
       if (entries.status().IsNotFound()) return std::vector<ObjectMeta>{};
@@ -255,7 +260,8 @@ class FileObjectStore final : public ObjectStore {
   }
 
   Status Delete(std::string_view key) override {
-    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    // unlink(2) removes a link itself, never its target: only the directories matter.
+    STRATA_RETURN_IF_ERROR(CheckKeyAndPath("delete", key, /*whole_key=*/false));
     Status s = fs_->DeleteFile(PathOf(key));
     if (!s.ok()) return ReadError("delete", key, s);
     if (!options_.sync) return Status::OK();
@@ -297,6 +303,40 @@ class FileObjectStore final : public ObjectStore {
       pos = end + 1;
     }
     return Status::OK();
+  }
+
+  // The first component of `relative` (a key or a directory below the root) that is a
+  // symbolic link, or "" when there is none. Stops at the first missing component: nothing
+  // below it can be a link. One lstat per level per call and no cache, so a link placed
+  // while the store is open is found as well.
+  Result<std::string> FirstLink(std::string_view relative) const {
+    for (size_t end = 0; end < relative.size();) {
+      end = std::min(relative.find('/', end + 1), relative.size());
+      std::string_view part = relative.substr(0, end);
+      Result<FileStatus> st = fs_->LinkStat(PathOf(part));
+      if (!st.ok()) {
+        if (st.status().IsNotFound()) break;
+        return st.status();
+      }
+      if (st->is_symlink) return std::string(part);
+    }
+    return std::string();
+  }
+  // Refuses a key whose path below the root passes through a symbolic link (in any
+  // directory, and in the object itself when `whole_key`): strata never reads, writes or
+  // deletes outside the root through a link someone placed inside it.
+  Status CheckNoLinks(std::string_view op, std::string_view key, bool whole_key) const {
+    Result<std::string> link = FirstLink(whole_key ? key : ParentDir(key));
+    if (!link.ok()) return WriteError(op, key, link.status());
+    if (link->empty()) return Status::OK();
+    return Status::IOError(fmt::format(
+        "{} '{}': '{}' in {} is a symbolic link; strata never follows links inside a store", op,
+        key, *link, Describe()));
+  }
+  // CheckKey, then CheckNoLinks.
+  Status CheckKeyAndPath(std::string_view op, std::string_view key, bool whole_key = true) const {
+    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    return CheckNoLinks(op, key, whole_key);
   }
 
   std::string PathOf(std::string_view key) const { return JoinPath(root_, key); }

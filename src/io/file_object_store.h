@@ -18,6 +18,12 @@
 //   directories it empties.
 // - With options.sync == false no file or directory is synced: "process" durability, the
 //   objects survive the process's death but not the machine's.
+// - Symbolic links inside the root are never followed: List skips them (and lists nothing
+//   below a linked directory), and every other operation on a key whose path below the root
+//   passes through a link fails with an IOError naming it. Delete and Put may replace or
+//   remove a link that is the object itself, never what it points at. (The root itself may
+//   be a link.) This guards against links placed in a store, not against someone swapping a
+//   directory for a link between the check and the system call.
 // Keys are checked by ValidateObjectKey before any file is touched; segments beginning
 // with kTempFilePrefix are reserved (InvalidArgument). A key cannot be both an object and
 // the directory of other objects ("a" and "a/b"): the second Put fails with an IOError.

@@ -141,5 +141,89 @@ TEST(FileObjectStoreTest, EmptyRootIsRejected) {
                   .IsInvalidArgument());
 }
 
+// Files outside the root that links inside it point at, and what must become of them.
+class SymlinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    namespace fs = std::filesystem;
+    fs::create_directories(outside() / "sub");
+    Write(outside() / "precious", "keep me");
+    Write(outside() / "sub" / "deep", "keep me too");
+    store_ = OpenOrDie(PosixFileSystem(), root().string());
+    ASSERT_TRUE(store_->Put("data/real", "r").ok());
+    fs::create_directory_symlink(outside(), root() / "data" / "evil");
+    fs::create_symlink(outside() / "precious", root() / "data" / "file-link");
+    fs::create_directory_symlink(outside(), root() / "linked-dir");
+  }
+  static void Write(const std::filesystem::path& path, const std::string& text) {
+    std::ofstream(path) << text;
+  }
+  void ExpectOutsideIntact() {
+    std::ifstream precious(outside() / "precious");
+    std::string text;
+    std::getline(precious, text);
+    EXPECT_EQ(text, "keep me");
+    EXPECT_TRUE(std::filesystem::exists(outside() / "sub" / "deep"));
+  }
+  std::filesystem::path outside() const { return dir_.path() / "outside"; }
+  std::filesystem::path root() const { return dir_.path() / "root"; }
+
+  strata::testing::TempDir dir_{"fos-links"};
+  std::shared_ptr<ObjectStore> store_;
+};
+
+TEST_F(SymlinkTest, ListingNeverFollowsALink) {
+  Result<std::vector<ObjectMeta>> listed = store_->List("");
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  std::vector<std::string> keys;
+  for (const ObjectMeta& object : *listed) keys.push_back(object.key);
+  EXPECT_THAT(keys, ElementsAre("data/real"));
+  EXPECT_TRUE(store_->List("data/evil/")->empty());
+  EXPECT_TRUE(store_->List("linked-dir/")->empty());
+  EXPECT_TRUE(store_->List("linked-dir/sub/")->empty());
+}
+
+TEST_F(SymlinkTest, DeletesNeverReachThroughALink) {
+  EXPECT_EQ(*store_->DeletePrefix(""), 1);  // data/real only
+  for (std::string_view key : {"data/evil/precious", "linked-dir/sub/deep"}) {
+    Status s = store_->Delete(key);
+    EXPECT_TRUE(s.IsIOError()) << key << ": " << s;
+    EXPECT_THAT(s.message(), HasSubstr("is a symbolic link"));
+  }
+  EXPECT_TRUE(store_->DeletePrefix("linked-dir/").ok());
+  // A link that is the object itself is removed as a link, never its target.
+  EXPECT_TRUE(store_->Delete("data/file-link").ok());
+  EXPECT_FALSE(std::filesystem::is_symlink(root() / "data" / "file-link"));
+  ExpectOutsideIntact();
+}
+
+TEST_F(SymlinkTest, ReadsAndWritesRefuseALink) {
+  for (std::string_view key : {"data/evil/precious", "data/file-link", "linked-dir/sub/deep"}) {
+    SCOPED_TRACE(key);
+    Result<Buffer> got = store_->Get(key);
+    ASSERT_FALSE(got.ok());
+    EXPECT_THAT(got.status().message(), HasSubstr("is a symbolic link"));
+    EXPECT_FALSE(store_->GetRange(key, 0, 1).ok());
+    EXPECT_FALSE(store_->Head(key).ok());
+    EXPECT_FALSE(store_->Copy(key, "copied").ok());
+  }
+  EXPECT_FALSE(store_->Put("data/evil/new", "x").ok());
+  EXPECT_FALSE(store_->PutIfAbsent("linked-dir/sub/new", "x").ok());
+  EXPECT_FALSE(store_->CreateAppendable("data/evil/log").ok());
+  EXPECT_FALSE(store_->Copy("data/real", "data/evil/copy").ok());
+  EXPECT_FALSE(std::filesystem::exists(outside() / "new"));
+  EXPECT_FALSE(std::filesystem::exists(outside() / "log"));
+  EXPECT_FALSE(std::filesystem::exists(outside() / "copy"));
+  EXPECT_FALSE(std::filesystem::exists(outside() / "sub" / "new"));
+  ExpectOutsideIntact();
+}
+
+TEST_F(SymlinkTest, TheRootItselfMayBeALink) {
+  std::filesystem::create_directory_symlink(root(), dir_.path() / "root-link");
+  auto via_link = OpenOrDie(PosixFileSystem(), (dir_.path() / "root-link").string());
+  EXPECT_EQ(via_link->Get("data/real")->view(), "r");
+  EXPECT_EQ(via_link->List("")->size(), 1u);
+}
+
 }  // namespace
 }  // namespace strata::io

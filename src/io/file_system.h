@@ -10,6 +10,10 @@
 // - InvalidArgument: a negative or out-of-range offset, a call on a closed file.
 // - IOError: anything else; the message names the operation, the path and the errno text.
 //   Out of space is IOError whose message contains kNoSpaceMessage (see IsNoSpace()).
+// Symbolic links: reads and writes refuse a link as the file they open (O_NOFOLLOW: IOError
+// naming the path), ListFiles and RemoveTree never descend through one, and LinkStat tells
+// a link from what it points at. Links in the directories above a path are followed; the
+// FileObjectStore checks those itself (file_object_store.h).
 // Durability follows POSIX: data is durable after WritableFile::Sync(); a new, renamed,
 // linked or removed directory entry is durable after SyncDir() of the directory holding it.
 // Thread safety: a FileSystem may be used from many threads; a WritableFile from one at a
@@ -58,7 +62,8 @@ enum class OpenMode {
 
 struct FileStatus {
   bool is_directory = false;
-  int64_t size = 0;  // bytes, for regular files
+  bool is_symlink = false;  // set only by LinkStat, for a symbolic link itself
+  int64_t size = 0;         // bytes, for regular files
 };
 
 // A regular file found by ListFiles: its path relative to the listed directory.
@@ -84,7 +89,11 @@ class FileSystem {
   // must not let the file be truncated or rewritten in place while the Buffer lives.
   virtual Result<Buffer> MapFile(const std::string& path) = 0;
 
+  // Follows a symbolic link at `path` (stat(2)).
   virtual Result<FileStatus> Stat(const std::string& path) = 0;
+  // Describes `path` itself, not what a symbolic link there points at (lstat(2)). File
+  // systems without links answer like Stat.
+  virtual Result<FileStatus> LinkStat(const std::string& path) { return Stat(path); }
   // Size of a regular file.
   Result<int64_t> FileSize(const std::string& path);
   // True when something (file or directory) exists at `path`.
@@ -107,7 +116,8 @@ class FileSystem {
   // Makes the directory's entries (creates, renames, links, unlinks) durable.
   virtual Status SyncDir(const std::string& path) = 0;
   // Every regular file below `dir`, recursively, sorted by relative path. NotFound when
-  // `dir` does not exist. Entries removed while listing are skipped.
+  // `dir` does not exist. Entries removed while listing are skipped. Symbolic links below
+  // `dir` are neither listed nor followed (`dir` itself may be one).
   virtual Result<std::vector<FileEntry>> ListFiles(const std::string& dir) = 0;
 
   // Replaces the contents of the file at `path` with `data` (not atomically: create or

@@ -63,9 +63,18 @@ class ScopedFd {
   int fd_;
 };
 
+// open(2) failing with ELOOP under O_NOFOLLOW: the last component is a symbolic link.
+Status SymlinkRefused(std::string_view op, std::string_view path) {
+  return Status::IOError(
+      fmt::format("{} '{}': is a symbolic link, which strata does not follow", op, path));
+}
+
 Result<int> OpenForRead(const std::string& path) {
-  int fd = RetryOnEintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
-  if (fd < 0) return ErrnoStatus("open", path, errno);
+  int fd = RetryOnEintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW); });
+  if (fd < 0) {
+    if (errno == ELOOP) return SymlinkRefused("open", path);
+    return ErrnoStatus("open", path, errno);
+  }
   return fd;
 }
 
@@ -161,7 +170,7 @@ class PosixFileSystemImpl final : public FileSystem {
  public:
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
                                                         OpenMode mode) override {
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
     switch (mode) {
       case OpenMode::kCreateOrTruncate:
         flags |= O_TRUNC;
@@ -174,7 +183,11 @@ class PosixFileSystemImpl final : public FileSystem {
         break;
     }
     int fd = RetryOnEintr([&] { return ::open(path.c_str(), flags, 0644); });
-    if (fd < 0) return ErrnoStatus("open for write", path, errno);
+    if (fd < 0) {
+      // O_EXCL reports an existing link as EEXIST, like any existing name.
+      if (errno == ELOOP) return SymlinkRefused("open for write", path);
+      return ErrnoStatus("open for write", path, errno);
+    }
     return std::unique_ptr<WritableFile>(std::make_unique<PosixWritableFile>(fd, path));
   }
 
@@ -218,6 +231,16 @@ class PosixFileSystemImpl final : public FileSystem {
     if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path, errno);
     FileStatus out;
     out.is_directory = S_ISDIR(st.st_mode);
+    out.size = static_cast<int64_t>(st.st_size);
+    return out;
+  }
+
+  Result<FileStatus> LinkStat(const std::string& path) override {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus("lstat", path, errno);
+    FileStatus out;
+    out.is_directory = S_ISDIR(st.st_mode);
+    out.is_symlink = S_ISLNK(st.st_mode);
     out.size = static_cast<int64_t>(st.st_size);
     return out;
   }
@@ -343,10 +366,12 @@ class PosixFileSystemImpl final : public FileSystem {
     for (const std::string& name : names) {
       std::string path = JoinPath(dir, name);
       std::string rel = relative.empty() ? name : JoinPath(relative, name);
+      // lstat: a symbolic link is neither a directory to descend into nor a file to list,
+      // so nothing outside `dir` is ever reached through one.
       struct stat st;
-      if (::stat(path.c_str(), &st) != 0) {
+      if (::lstat(path.c_str(), &st) != 0) {
         if (errno == ENOENT) continue;  // removed while listing
-        return ErrnoStatus("stat", path, errno);
+        return ErrnoStatus("lstat", path, errno);
       }
       if (S_ISDIR(st.st_mode)) {
         STRATA_RETURN_IF_ERROR(ListInto(path, rel, out));

@@ -313,6 +313,16 @@ Result<std::shared_ptr<Generation>> Generation::Open(const std::shared_ptr<Objec
   const std::string prefix = GenerationPrefix(store_prefix, shard, entry.path());
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> table,
                           table::Table::Open(store, prefix, options));
+  // A generation table is written once, so its newest version must hold what the shard
+  // manifest recorded; fewer rows means a manifest of it was lost (the table then reads an
+  // older version) and the generation's rows would vanish without a word.
+  STRATA_ASSIGN_OR_RETURN(int64_t rows, table->CountRows());
+  if (rows != entry.rows()) {
+    return Status::Corruption(fmt::format(
+        "generation table {} (version {}) holds {} rows, its shard manifest records {}: a "
+        "manifest of the generation is missing or damaged",
+        prefix, table->version(), rows, entry.rows()));
+  }
   const std::string bloom_key = prefix + std::string(kBloomObject);
   STRATA_ASSIGN_OR_RETURN(Buffer bytes, store->Get(bloom_key));
   STRATA_ASSIGN_OR_RETURN(BloomFilter bloom, BloomFilter::Parse(bytes.view(), bloom_key));

@@ -2,6 +2,7 @@
 // writing and opening generation tables with their bloom filters, and the generation cache.
 #include "lsm/generation.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -275,6 +276,22 @@ TEST_P(GenerationStoreTest, OpenOfDeletedGenerationIsNotFound) {
   EXPECT_GT(removed, 0);
   opened = Generation::Open(store_, kPrefix, shard_, entry, options_);
   EXPECT_TRUE(opened.status().IsNotFound()) << opened.status();
+}
+
+TEST_P(GenerationStoreTest, OpenOfAGenerationMissingItsNewestManifestIsCorruption) {
+  auto mem = MixedMemTable();
+  ASSERT_OK_AND_ASSIGN(pb::Generation entry, Write(*mem, 3));
+  const std::string dir = ShardDir(kPrefix, shard_) + entry.path();
+  // Without its newest manifest the generation table opens at an older version, which does
+  // not hold the rows the shard manifest recorded.
+  ASSERT_OK_AND_ASSIGN(std::vector<ObjectMeta> manifests, store_->List(dir + "_versions/"));
+  ASSERT_GE(manifests.size(), 2u);
+  ASSERT_OK(store_->Delete(manifests.back().key));
+  Result<std::shared_ptr<Generation>> opened =
+      Generation::Open(store_, kPrefix, shard_, entry, options_);
+  EXPECT_TRUE(opened.status().IsCorruption()) << opened.status();
+  EXPECT_THAT(opened.status().message(), ::testing::HasSubstr(entry.path()));
+  EXPECT_THAT(opened.status().message(), ::testing::HasSubstr("records 5"));
 }
 
 TEST_P(GenerationStoreTest, CacheSharesOpenedGenerationsAndReopensAfterForget) {

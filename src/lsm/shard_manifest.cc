@@ -105,15 +105,27 @@ Result<pb::ShardManifest> ShardManifestStore::ReadLatest() const {
       return Status::NotFound(fmt::format("shard {} has no manifest under {}", shard_.ToString(),
                                           ShardDir(prefix_, shard_)));
     }
-    const std::string key = ShardManifestKey(prefix_, shard_, version);
-    Result<Buffer> bytes = store_->Get(key);
-    if (bytes.ok()) return DecodeShardManifest(bytes->view(), key, version, shard_);
-    if (!bytes.status().IsNotFound()) return bytes.status();
+    Result<pb::ShardManifest> manifest = ReadVersion(version);
+    if (manifest.ok() || !manifest.status().IsNotFound()) return manifest;
     // Deleted by cleanup after it was found: newer versions exist, look again.
   }
   return Status::Unavailable(fmt::format(
       "shard {}: the latest manifest version was deleted before it could be read, {} times",
       shard_.ToString(), kReadAttempts));
+}
+
+Result<std::vector<uint64_t>> ShardManifestStore::ListVersions() const {
+  return io::ListVersions(*store_, layout_);
+}
+
+uint64_t ShardManifestStore::HintedVersion() const {
+  return io::ReadVersionHint(*store_, layout_.hint_key);
+}
+
+Result<pb::ShardManifest> ShardManifestStore::ReadVersion(uint64_t version) const {
+  const std::string key = ShardManifestKey(prefix_, shard_, version);
+  STRATA_ASSIGN_OR_RETURN(Buffer bytes, store_->Get(key));
+  return DecodeShardManifest(bytes.view(), key, version, shard_);
 }
 
 Result<bool> ShardManifestStore::Publish(const pb::ShardManifest& next) {

@@ -49,9 +49,18 @@ class ShardManifestStore {
   // newest `count`). 0, the default, keeps every version.
   void set_retained_versions(uint64_t count) { retained_versions_ = count; }
 
-  // The newest version. NotFound when the shard has no manifest; Unavailable (retryable) when
-  // cleanup kept deleting the version it found before it could read it.
+  // The newest version: the one function every reader of a shard's state uses (reads,
+  // observations, merges, the writer), so that damage is reported the same way everywhere:
+  // Corruption naming the key. NotFound when the shard has no manifest; Unavailable
+  // (retryable) when cleanup kept deleting the version it found before it could read it.
   Result<pb::ShardManifest> ReadLatest() const;
+  // Every version the chain holds, ascending (a listing; for verification).
+  Result<std::vector<uint64_t>> ListVersions() const;
+  // The version the latest-version hint names; 0 when it is missing or unreadable.
+  uint64_t HintedVersion() const;
+  // Version `version`, decoded and checked as ReadLatest checks the newest: Corruption
+  // naming the key when damaged, NotFound when it does not exist.
+  Result<pb::ShardManifest> ReadVersion(uint64_t version) const;
   // Version 1 ({epoch 0, current_generation 1}) if the shard has none, and the shard's
   // registry object; returns the latest manifest. Concurrent initialisers all succeed.
   Result<pb::ShardManifest> Initialize();

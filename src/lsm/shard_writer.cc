@@ -526,9 +526,24 @@ struct ShardWriter::Impl {
       ++replayed_records;
       return Status::OK();
     };
+    // Segments deleted from outside: refuse to carry on when the store shows that records
+    // were written to them (lsm.md §5.4), rather than publish a replay that lost them.
+    STRATA_ASSIGN_OR_RETURN(std::vector<WalSegment> segments,
+                            ListWalSegments(*store, prefix, shard));
+    STRATA_RETURN_IF_ERROR(
+        CheckWalSegmentsComplete(segments, prefix, shard, claimed.replay_after(), epoch));
     STRATA_ASSIGN_OR_RETURN(ReplayStats stats,
                             ReplayWal(*store, prefix, shard, claimed.replay_after(), epoch, apply));
-    (void)stats;
+    // A writer that closed without sealing recorded where its acknowledged records end.
+    const pb::WalPosition& closed = claimed.closed_wal_end();
+    if (closed.epoch() > 0 && CompareWalPositions(closed, claimed.replay_after()) > 0 &&
+        CompareWalPositions(stats.end, closed) < 0) {
+      return Status::Corruption("WAL segment '" +
+                                WalSegmentKey(prefix, shard, closed.epoch(), closed.segment()) +
+                                "' ends before the position " + PositionString(closed) +
+                                " its writer recorded when it closed (replay reached " +
+                                PositionString(stats.end) + "): acknowledged records were cut off");
+    }
     const pb::WalPosition start = MakeWalPosition(epoch, 0, 0);
     if (!replayed->empty()) {
       STRATA_RETURN_IF_ERROR(Publish(*replayed->Snapshot(), replayed->wal_end(), start));
@@ -545,6 +560,22 @@ struct ShardWriter::Impl {
     // Best effort: every older epoch's segments are now covered.
     DeleteCoveredWalSegments(*store, prefix, shard, start).status().IgnoreError();
     return Status::OK();
+  }
+
+  // Records in the manifest where the acknowledged records of a writer that closes without
+  // sealing end (closed_wal_end), so that the next owner can tell a WAL cut short from
+  // outside from a tail torn by a crash. Best effort: without it the next owner simply
+  // cannot tell the two apart.
+  void RecordClosedWalEnd(const pb::WalPosition& end) {
+    Result<pb::ShardManifest> written =
+        manifests.Update(epoch, "close", [&](pb::ShardManifest& m) -> Status {
+          if (CompareWalPositions(m.replay_after(), end) >= 0) {
+            return Status::Aborted("every record is in a published generation");
+          }
+          *m.mutable_closed_wal_end() = end;
+          return Status::OK();
+        });
+    if (written.ok()) NoteVersion(*written);
   }
 
   // `seal` false leaves the active and sealed-but-unpublished memtables unpublished: their
@@ -574,6 +605,7 @@ struct ShardWriter::Impl {
     if (flusher.joinable()) flusher.join();
     Status wal_closed = wal->Close();
     if (st.ok() && !wal_closed.ok()) st = wal_closed;
+    if (!seal && st.ok() && !fenced) RecordClosedWalEnd(wal->last_position());
     closed = true;
     close_done = true;
     close_status = st;
@@ -614,7 +646,6 @@ Result<std::shared_ptr<ShardWriter>> ShardWriter::Open(std::shared_ptr<ObjectSto
     MutexLock lock(impl->mu);
     impl->active = MemTable::Make(impl->schema, impl->key_column);
   }
-  STRATA_RETURN_IF_ERROR(impl->Replay(claimed));
 
   WalWriterOptions wal_options;
   wal_options.max_segment_bytes = impl->options.max_wal_segment_bytes;
@@ -627,8 +658,12 @@ Result<std::shared_ptr<ShardWriter>> ShardWriter::Open(std::shared_ptr<ObjectSto
   impl->wal_files = wal_options.file_schema != nullptr;
   Impl* raw = impl.get();
   wal_options.check_fence = [raw] { return raw->CheckFence(); };
+  // Segment (epoch, 0) exists before the replay publishes replay_after = (epoch, 0, 0), so a
+  // replay position at a segment's start always names a segment that was created: its
+  // absence is evidence of outside deletion (CheckWalSegmentsComplete).
   STRATA_ASSIGN_OR_RETURN(impl->wal, WalWriter::Open(impl->store, impl->prefix, impl->shard,
                                                      impl->epoch, 0, std::move(wal_options)));
+  STRATA_RETURN_IF_ERROR(impl->Replay(claimed));
   impl->flusher = std::thread([raw] { raw->FlusherLoop(); });
   return std::shared_ptr<ShardWriter>(new ShardWriter(std::move(impl)));
 }

@@ -575,6 +575,61 @@ TEST_P(ShardWriterTest, TornWalTailOfACrashedWriterIsDropped) {
   ASSERT_OK(b->Close());
 }
 
+TEST_P(ShardWriterTest, AWalSegmentDeletedFromOutsideIsCorruptionNotSilentLoss) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> a, OpenWriter());
+  ASSERT_OK(a->Put({KeyedRows(0, 4)}));
+  ASSERT_OK_AND_ASSIGN(std::vector<WalSegment> segments, ListWalSegments(*store_, kPrefix, kShard));
+  ASSERT_EQ(segments.size(), 1u);
+  ASSERT_OK(store_->Delete(segments[0].key));
+  // The manifest's replay position names the segment's start: it was created, so rows may
+  // have been acknowledged from it.
+  Result<std::shared_ptr<ShardWriter>> b = OpenWriter(MakeStore());
+  ASSERT_FALSE(b.ok()) << "a writer opened over a deleted segment and replayed "
+                       << (*b)->stats().replayed_records << " records";
+  EXPECT_TRUE(b.status().IsCorruption()) << b.status();
+  EXPECT_NE(b.status().message().find(segments[0].key), std::string::npos) << b.status();
+}
+
+TEST_P(ShardWriterTest, AWalCutShortAfterACloseWithoutSealIsCorruptionNotATornTail) {
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> a, OpenWriter());
+  ASSERT_OK(a->Put({KeyedRows(0, 4)}));
+  ASSERT_OK(a->Put({KeyedRows(4, 4)}));
+  ASSERT_OK(a->CloseWithoutSeal());
+  ShardManifestStore manifests(store_, kPrefix, kShard);
+  ASSERT_OK_AND_ASSIGN(pb::ShardManifest closed, manifests.ReadLatest());
+  EXPECT_EQ(closed.operation(), "close");
+  const pb::WalPosition acknowledged = closed.closed_wal_end();
+  EXPECT_EQ(acknowledged.epoch(), a->epoch());
+  ASSERT_GT(acknowledged.offset(), 10u);
+  // Cut the segment inside its last record: a crash could leave the same bytes, but the
+  // writer closed cleanly and recorded where its records end.
+  ASSERT_OK_AND_ASSIGN(std::vector<WalSegment> segments, ListWalSegments(*store_, kPrefix, kShard));
+  ASSERT_EQ(segments.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(Buffer bytes, store_->Get(segments[0].key));
+  ASSERT_OK(store_->Delete(segments[0].key));
+  ASSERT_OK(store_->Put(segments[0].key, bytes.view().substr(0, acknowledged.offset() - 10)));
+  Result<std::shared_ptr<ShardWriter>> b = OpenWriter(MakeStore());
+  ASSERT_FALSE(b.ok()) << "a writer replayed " << (*b)->stats().replayed_records
+                       << " records of a WAL cut short";
+  EXPECT_TRUE(b.status().IsCorruption()) << b.status();
+  EXPECT_NE(b.status().message().find(segments[0].key), std::string::npos) << b.status();
+}
+
+TEST_P(ShardWriterTest, AHoleInTheWalSegmentNumbersIsCorruptionNamingTheMissingSegment) {
+  ShardWriterOptions options;
+  options.max_wal_segment_bytes = 1;  // every put ends its segment
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> a, OpenWriter(options));
+  for (int i = 0; i < 3; ++i) ASSERT_OK(a->Put({KeyedRows(i * 2, 2)}));
+  ASSERT_OK_AND_ASSIGN(std::vector<WalSegment> segments, ListWalSegments(*store_, kPrefix, kShard));
+  ASSERT_GE(segments.size(), 3u);
+  ASSERT_OK(store_->Delete(segments[1].key));
+  Result<std::shared_ptr<ShardWriter>> b = OpenWriter(MakeStore(), options);
+  ASSERT_FALSE(b.ok()) << "a writer replayed " << (*b)->stats().replayed_records
+                       << " records around a missing segment";
+  EXPECT_TRUE(b.status().IsCorruption()) << b.status();
+  EXPECT_NE(b.status().message().find(segments[1].key), std::string::npos) << b.status();
+}
+
 TEST_P(ShardWriterTest, ManifestVersionsAndWalSegmentsStayBoundedAcrossSealsAndClaims) {
   ShardWriterOptions options;
   options.max_wal_segment_bytes = 4096;  // seals of big memtables roll (and free) segments

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -161,8 +162,17 @@ struct WalWriter::Impl {
     const std::string key = SegmentKey(segment_number);
     Result<std::unique_ptr<AppendableObject>> created = store->CreateAppendable(key);
     if (!created.ok()) {
-      // Never reuse a name that may exist in part.
-      if (!created.status().IsAlreadyExists()) ++segment_number;
+      // Never reuse a name that may exist in part; but a name that is provably free is
+      // retried, so that the segment numbers of an epoch have no holes (a hole in them is
+      // evidence of a segment deleted from outside: CheckWalSegmentsComplete).
+      const bool failed_before = create_failed_for == segment_number;
+      create_failed_for = segment_number;
+      if (created.status().IsAlreadyExists()) {
+        // Our own earlier failed attempt may have left it (in part): move past it.
+        if (failed_before) ++segment_number;
+      } else if (Result<bool> exists = store->Exists(key); !exists.ok() || *exists) {
+        ++segment_number;
+      }
       return created.status().WithContext(fmt::format("start WAL segment '{}'", key));
     }
     segment = std::move(*created);
@@ -291,6 +301,8 @@ struct WalWriter::Impl {
   // Owned by the thread with leader_active set.
   std::unique_ptr<AppendableObject> segment;  // null: the next group starts segment_number
   uint64_t segment_number;
+  // The segment number whose creation last failed (UINT64_MAX: none).
+  uint64_t create_failed_for = UINT64_MAX;
   uint64_t next_sequence = 0;
   // With a file schema: the open segment has no bytes yet (its header is still to come),
   // and the messages written to it so far that its footer names.
@@ -458,11 +470,8 @@ Result<std::vector<WalSegment>> ListWalSegments(ObjectStore& store, std::string_
   return segments;
 }
 
-namespace {
-
-// Replays the records of one segment from `start`. Adds to `stats`.
-Status ReplaySegment(const WalSegment& segment, std::string_view data, uint64_t start,
-                     ReplayStats& stats, const std::function<Status(const WalRecord&)>& fn) {
+Status ReadWalSegment(const WalSegment& segment, std::string_view data, uint64_t start,
+                      ReplayStats& stats, const std::function<Status(const WalRecord&)>& fn) {
   auto corruption = [&](uint64_t offset, std::string_view what) {
     return Status::Corruption(
         fmt::format("WAL segment '{}': record at offset {}: {}", segment.key, offset, what));
@@ -573,8 +582,6 @@ Status ReplaySegment(const WalSegment& segment, std::string_view data, uint64_t 
   return Status::OK();
 }
 
-}  // namespace
-
 Result<ReplayStats> ReplayWal(ObjectStore& store, std::string_view store_prefix, const Uuid& shard,
                               const pb::WalPosition& after, uint64_t max_epoch,
                               const std::function<Status(const WalRecord&)>& fn) {
@@ -590,9 +597,59 @@ Result<ReplayStats> ReplayWal(ObjectStore& store, std::string_view store_prefix,
     STRATA_ASSIGN_OR_RETURN(Buffer data, store.Get(segment.key));
     ++stats.segments;
     STRATA_RETURN_IF_ERROR(
-        ReplaySegment(segment, data.view(), own ? after.offset() : 0, stats, fn));
+        ReadWalSegment(segment, data.view(), own ? after.offset() : 0, stats, fn));
   }
   return stats;
+}
+
+Status CheckWalSegmentsComplete(const std::vector<WalSegment>& segments,
+                                std::string_view store_prefix, const Uuid& shard,
+                                const pb::WalPosition& after, uint64_t max_epoch) {
+  auto missing = [&](uint64_t epoch, uint64_t segment, std::string_view evidence) {
+    return Status::Corruption(
+        fmt::format("WAL segment '{}' is missing ({}): acknowledged records written to it are "
+                    "lost",
+                    WalSegmentKey(store_prefix, shard, epoch, segment), evidence));
+  };
+  // The numbers of each epoch's segments that replay would read, ascending (`segments` is
+  // sorted).
+  std::map<uint64_t, std::vector<uint64_t>> numbers;
+  for (const WalSegment& segment : segments) {
+    if (segment.epoch == 0 || segment.epoch < after.epoch() || segment.epoch > max_epoch) continue;
+    if (segment.epoch == after.epoch() && segment.segment < after.segment()) continue;
+    numbers[segment.epoch].push_back(segment.segment);
+  }
+  if (after.epoch() > 0 && after.offset() == 0) {
+    // The writer creates this segment before it publishes a replay position at its start,
+    // and never deletes the segment a replay position names at offset 0.
+    const auto it = numbers.find(after.epoch());
+    if (it == numbers.end() || it->second.front() != after.segment()) {
+      return missing(after.epoch(), after.segment(),
+                     fmt::format("the shard manifest's replay position ({}, {}, 0) names it",
+                                 after.epoch(), after.segment()));
+    }
+  }
+  for (const auto& [epoch, list] : numbers) {
+    // The first segment replay may find: an epoch's writer starts at 0; in the replay
+    // position's own epoch, replay starts in its segment, which may be gone when a
+    // generation covers it up to its very end (the segment after it comes next).
+    uint64_t latest_first = 0;
+    if (epoch == after.epoch()) {
+      latest_first = after.offset() > 0 ? after.segment() + 1 : after.segment();
+    }
+    if (list.front() > latest_first) {
+      return missing(epoch, latest_first,
+                     fmt::format("segment {} of epoch {} exists", list.front(), epoch));
+    }
+    for (size_t i = 1; i < list.size(); ++i) {
+      if (list[i] != list[i - 1] + 1) {
+        return missing(
+            epoch, list[i - 1] + 1,
+            fmt::format("segments {} and {} of epoch {} exist", list[i - 1], list[i], epoch));
+      }
+    }
+  }
+  return Status::OK();
 }
 
 Result<int64_t> DeleteCoveredWalSegments(ObjectStore& store, std::string_view store_prefix,

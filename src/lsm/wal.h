@@ -177,12 +177,30 @@ struct WalSegment {
 Result<std::vector<WalSegment>> ListWalSegments(ObjectStore& store, std::string_view store_prefix,
                                                 const Uuid& shard);
 
+// Reads the records of one segment whose bytes are `data`, from offset `start` (0: its
+// first record), as replay reads them: `fn` for each record; a torn last record is dropped
+// and counted; damage is Corruption naming the key and offset, as is a `start` past the
+// records' end. Adds to `stats`.
+Status ReadWalSegment(const WalSegment& segment, std::string_view data, uint64_t start,
+                      ReplayStats& stats, const std::function<Status(const WalRecord&)>& fn);
+
 // Calls `fn` for every record after `after` in segments with epoch <= max_epoch, in order.
 // Segments of epochs below after.epoch() are skipped entirely (a newer epoch's published
 // generation covers them); within after's own segment replay starts at after.offset().
 Result<ReplayStats> ReplayWal(ObjectStore& store, std::string_view store_prefix, const Uuid& shard,
                               const pb::WalPosition& after, uint64_t max_epoch,
                               const std::function<Status(const WalRecord&)>& fn);
+
+// Corruption naming a missing segment when `segments` (ListWalSegments) prove that one of
+// the segments a replay from `after` up to `max_epoch` must read is gone: a hole in an
+// epoch's segment numbers (a writer numbers its segments 0, 1, ... without holes), an
+// epoch after `after`'s that does not start at segment 0, or a replay position at offset
+// 0 whose segment does not exist (the writer creates it before publishing the position).
+// Deletion or truncation of the newest segment's unsealed tail leaves no such evidence
+// (docs/format/lsm.md §5.4).
+Status CheckWalSegmentsComplete(const std::vector<WalSegment>& segments,
+                                std::string_view store_prefix, const Uuid& shard,
+                                const pb::WalPosition& after, uint64_t max_epoch);
 
 // Deletes every segment whose records all lie at or before `covered` (segments of an
 // older epoch, or of covered's epoch with a lower number and ending before it). Returns

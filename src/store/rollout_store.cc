@@ -279,8 +279,8 @@ Result<std::optional<std::string>> RolloutStore::GetBlob(std::string_view id) co
   return std::optional<std::string>();
 }
 
-RolloutObservation RolloutStore::Observe() const {
-  StoreObservation o = base_->Observe();
+Result<RolloutObservation> RolloutStore::Observe() const {
+  STRATA_ASSIGN_OR_RETURN(StoreObservation o, base_->Observe());
   RolloutObservation out;
   out.row_count = o.base_rows + o.generation_rows;
   out.fragment_count = o.fragments;

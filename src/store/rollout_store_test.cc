@@ -143,11 +143,11 @@ TEST_F(RolloutStoreTest, ReadOwnWritesSeesUnsealedRowsOnlyInTheWritingHandle) {
 TEST_F(RolloutStoreTest, ObserveCountsSealedRowsAndReportsUnflushedOnes) {
   ASSERT_OK_AND_ASSIGN(auto rollouts, OpenRollout());
   ASSERT_OK(rollouts->Add({AssistantRecord("a"), AssistantRecord("b")}).status());
-  RolloutObservation before = rollouts->Observe();
+  ASSERT_OK_AND_ASSIGN(RolloutObservation before, rollouts->Observe());
   EXPECT_EQ(before.row_count, 0);
   EXPECT_EQ(before.unflushed_rows, 2);
   ASSERT_OK(rollouts->Flush().status());
-  RolloutObservation after = rollouts->Observe();
+  ASSERT_OK_AND_ASSIGN(RolloutObservation after, rollouts->Observe());
   EXPECT_EQ(after.row_count, 2);
   EXPECT_EQ(after.unflushed_rows, 0);
   EXPECT_EQ(after.pending_generations, 1);
@@ -260,7 +260,7 @@ TEST_F(RolloutStoreTest, DistinctShardsShareOneStore) {
     EXPECT_EQ(blob, std::optional<std::string>("BBBB"));
   }
   ASSERT_OK_AND_ASSIGN(auto observer, OpenRollout("observer"));
-  RolloutObservation o = observer->Observe();
+  ASSERT_OK_AND_ASSIGN(RolloutObservation o, observer->Observe());
   EXPECT_EQ(o.row_count, 2);
   EXPECT_EQ(o.pending_generations, 2);
   EXPECT_EQ(o.fragment_count, 0);
@@ -572,9 +572,9 @@ TEST_F(RolloutStoreTest, OverwrittenKeyKeepsOneLiveBaseRowAndNewestWins) {
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->content, "second");
   // The base table holds exactly one live row per id (no over-count after merges).
-  int64_t raw = rollouts->base().Observe().base_rows;
+  int64_t raw = rollouts->base().Observe()->base_rows;
   EXPECT_EQ(raw, 2);
-  RolloutObservation o = rollouts->Observe();
+  ASSERT_OK_AND_ASSIGN(RolloutObservation o, rollouts->Observe());
   EXPECT_EQ(o.row_count, 2);
 }
 
@@ -626,7 +626,7 @@ TEST_F(RolloutStoreTest, CompactionComposesWithConcurrentMerges) {
   }
   ASSERT_OK_AND_ASSIGN(auto listed, merger->List());
   ExpectUniqueIds(listed, 8);
-  int64_t raw = merger->base().Observe().base_rows;
+  int64_t raw = merger->base().Observe()->base_rows;
   EXPECT_EQ(raw, 8);
 }
 
@@ -638,14 +638,14 @@ TEST_F(RolloutStoreTest, CompactionReducesFragmentsAndPreservesReads) {
   }
   ASSERT_OK(rollouts->Add({ArtifactRecord("blob", "payload")}).status());
   ASSERT_OK(rollouts->Cleanup().status());
-  int64_t before = rollouts->Observe().fragment_count;
+  int64_t before = rollouts->Observe()->fragment_count;
   ASSERT_GE(before, 2);
   table::CompactionOptions options;
   options.max_source_fragments = 4;
   ASSERT_OK_AND_ASSIGN(table::CompactionResult result, rollouts->Compact(options));
   EXPECT_GE(result.fragments_removed, 1);
   EXPECT_LE(result.fragments_removed, 4);
-  EXPECT_LT(rollouts->Observe().fragment_count, before);
+  EXPECT_LT(rollouts->Observe()->fragment_count, before);
   ASSERT_OK_AND_ASSIGN(auto listed, rollouts->List());
   ExpectUniqueIds(listed, 8);
   ASSERT_OK_AND_ASSIGN(auto blob, rollouts->GetBlob("blob"));
@@ -753,7 +753,7 @@ TEST_F(RolloutStoreTest, ConcurrentMergesOfOneShardDoNotDuplicateRows) {
   while (Manifest().generations_size() > 0) ASSERT_OK(rollouts->Cleanup().status());
   ASSERT_OK_AND_ASSIGN(auto listed, rollouts->List());
   ExpectUniqueIds(listed, 10);
-  int64_t raw = rollouts->base().Observe().base_rows;
+  int64_t raw = rollouts->base().Observe()->base_rows;
   EXPECT_EQ(raw, 10);
 }
 

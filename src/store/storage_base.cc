@@ -497,33 +497,28 @@ Result<int64_t> StorageBase::Count(ListSource source, std::string_view filter) c
                               [&](const lsm::LsmView& view) { return lsm::LsmCount(view, f); });
 }
 
-StoreObservation StorageBase::Observe() const {
+Result<StoreObservation> StorageBase::Observe() const {
   StoreObservation out;
   std::shared_ptr<table::Table> base = impl_->Pinned();
   if (base == nullptr) {
     base = impl_->base;
-    // Observe is best effort: on a failed refresh it reports the version already loaded.
-    base->Refresh().IgnoreError();
+    STRATA_RETURN_IF_ERROR(base->Refresh());
   }
-  if (Result<table::TableStats> stats = base->Stats(); stats.ok()) {
-    out.base_rows = stats->num_rows;
-    out.fragments = stats->num_fragments;
-    out.version = stats->version;
-  }
+  STRATA_ASSIGN_OR_RETURN(table::TableStats stats, base->Stats());
+  out.base_rows = stats.num_rows;
+  out.fragments = stats.num_fragments;
+  out.version = stats.version;
   // From the version's own manifest (ListVersions would read every kept manifest).
-  if (Result<table::TableDescription> described = base->Describe(); described.ok()) {
-    out.last_updated_micros = described->version.timestamp_micros;
-  }
+  STRATA_ASSIGN_OR_RETURN(table::TableDescription described, base->Describe());
+  out.last_updated_micros = described.version.timestamp_micros;
   if (impl_->Pinned() == nullptr) {
-    // Best effort: a damaged watermark or shard manifest leaves the pending figures at 0.
-    Result<lsm::Watermarks> watermarks = lsm::ReadWatermarks(base->metadata());
-    if (watermarks.ok()) {
-      if (Result<lsm::PendingSummary> pending = impl_->reader->SummarizePending(*watermarks);
-          pending.ok()) {
-        out.pending_generations = pending->generations;
-        out.generation_rows = pending->rows;
-      }
-    }
+    // A damaged watermark or shard manifest fails the observation as it fails reads: counts
+    // that silently leave a shard out would be false.
+    STRATA_ASSIGN_OR_RETURN(lsm::Watermarks watermarks, lsm::ReadWatermarks(base->metadata()));
+    STRATA_ASSIGN_OR_RETURN(lsm::PendingSummary pending,
+                            impl_->reader->SummarizePending(watermarks));
+    out.pending_generations = pending.generations;
+    out.generation_rows = pending.rows;
   }
   if (std::shared_ptr<lsm::ShardWriter> writer = impl_->CurrentWriter()) {
     out.unflushed_rows = writer->stats().unflushed_rows;

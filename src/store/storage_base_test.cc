@@ -91,7 +91,7 @@ TEST_F(StorageBaseTest, NewerRowThatFailsTheFilterStillHidesOlderRows) {
   ASSERT_OK(base->Cleanup().status());
   ASSERT_OK_AND_ASSIGN(filtered, base->Scan(ok));
   EXPECT_EQ(Keys(Rows(filtered)), std::vector<std::string>{"j"});
-  int64_t raw = base->Observe().base_rows;
+  int64_t raw = base->Observe()->base_rows;
   EXPECT_EQ(raw, 2);
 }
 
@@ -187,7 +187,7 @@ TEST_F(StorageBaseTest, TombstonesHideKeysUntilANewerPut) {
   ASSERT_OK(base->Cleanup().status());
   ASSERT_OK_AND_ASSIGN(auto merged, base->Scan({}));
   EXPECT_EQ(Keys(Rows(merged)), (std::vector<std::string>{"b", "c"}));
-  int64_t raw = base->Observe().base_rows;
+  int64_t raw = base->Observe()->base_rows;
   EXPECT_EQ(raw, 2) << "the merge deleted a's base row";
 }
 
@@ -352,7 +352,7 @@ TEST_F(StorageBaseTest, LogicalCountMatchesDistinctKeysAcrossMergesAndReappends)
   ASSERT_OK_AND_ASSIGN(int64_t logical, base->Count());
   EXPECT_EQ(logical, 20);
   ASSERT_OK(base->Cleanup().status());
-  int64_t raw = base->Observe().base_rows;
+  int64_t raw = base->Observe()->base_rows;
   EXPECT_EQ(raw, 20) << "the base table must never hold two live rows of one key";
 }
 
@@ -569,6 +569,31 @@ TEST_F(StorageBaseTest, OwningStoreKindNamesTheStoreThatCreatedTheTable) {
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status;
     EXPECT_FALSE(status.message().empty());
   }
+}
+
+TEST_F(StorageBaseTest, ObserveFailsLikeReadsWhenTheNewestShardManifestIsDamaged) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
+  ASSERT_OK(base->Put({Items({{"a", "x", 1}})}));
+  ASSERT_OK(base->Flush().status());
+  ASSERT_OK(base->Close());
+  const lsm::pb::ShardManifest manifest = Manifest("items");
+  const std::string key =
+      lsm::ShardManifestKey(prefix_, lsm::DeriveShardId("items"), manifest.version());
+  {
+    std::fstream file(dir_.path() / key, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(20);
+    file.put('X');
+  }
+  ASSERT_OK_AND_ASSIGN(auto fresh, OpenBase({.shard_id = "reader"}));
+  auto scanned = fresh->Scan({});
+  ASSERT_FALSE(scanned.ok());
+  auto observed = fresh->Observe();
+  ASSERT_FALSE(observed.ok()) << "Observe counted " << observed->pending_generations
+                              << " pending generations over a damaged shard manifest";
+  EXPECT_EQ(observed.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(observed.status().message().find(key), std::string::npos) << observed.status();
+  EXPECT_EQ(observed.status().ToString(), scanned.status().ToString());
+  EXPECT_EQ(fresh->PendingGenerations().status().ToString(), scanned.status().ToString());
 }
 
 }  // namespace

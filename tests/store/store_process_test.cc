@@ -118,7 +118,7 @@ TEST(StoreProcessTest, WritersMergerAndReadersLoseNothingAndNeverDuplicate) {
       if (r.generations_reclaimed == 0) break;
     }
   }
-  RolloutObservation o = checker->Observe();
+  ASSERT_OK_AND_ASSIGN(RolloutObservation o, checker->Observe());
   EXPECT_EQ(o.pending_generations, 0);
   EXPECT_EQ(o.row_count, static_cast<int64_t>(acked.size()))
       << "base rows must equal the logical row count after the final merge";
