@@ -301,7 +301,8 @@ enum class BaseTableChange {
   kAppend,                   // append rows
   kAddColumns,               // add columns
   kDeleteRows,               // delete rows by key or predicate
-  kCompact,                  // compact fragments (what StorageBase::Compact does)
+  kCompact,                  // compact fragments as StorageBase::Compact does
+  kCompactKeepingDeletions,  // compact without rewriting rows deleted from fragments
   kRepair,                   // drop fragments whose files are missing (StorageBase::Repair)
   kRemoveOldVersions,        // remove old versions and the files only they use
   kDeleteUnreferencedFiles,  // delete data files that no version references
@@ -309,10 +310,11 @@ enum class BaseTableChange {
 
 // OK when a store of kind `store_kind` stays consistent after `change` is made to its base
 // table directly; otherwise InvalidArgument whose message is the reason alone (the caller
-// names the store and the command to use instead). Compaction, repair and removing old
-// versions are what the store does itself and are allowed; appends, added columns, deleted
-// rows and deleting unreferenced files are refused. The rules are the same for every kind
-// today; a kind with other rules decides here.
+// names the store and the command to use instead). Compaction, repair and cleanup (old
+// versions; unreferenced files, which as for any table is safe only while nothing writes)
+// are what the store does itself or could do, and are allowed; appends, added columns,
+// deleted rows and a compaction that keeps deleted rows are refused. The rules are the same
+// for every kind today; a kind with other rules decides here.
 Status CheckBaseTableChange(std::string_view store_kind, BaseTableChange change);
 
 // The text every refused read's message starts with (servers map it to 503).

@@ -28,7 +28,10 @@ struct CompactOptions {
 
 Status RunCompact(const CompactOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> t, OpenTable(opt.dir));
-  STRATA_RETURN_IF_ERROR(CheckTableChangeAllowed(opt.dir, *t, store::BaseTableChange::kCompact));
+  STRATA_RETURN_IF_ERROR(CheckTableChangeAllowed(
+      opt.dir, *t,
+      opt.no_materialize_deletions ? store::BaseTableChange::kCompactKeepingDeletions
+                                   : store::BaseTableChange::kCompact));
   RowProgress progress("compacting");
   table::CompactionOptions options{.target_rows_per_fragment = opt.target_rows,
                                    .materialize_deletions = !opt.no_materialize_deletions,

@@ -22,13 +22,16 @@ std::string Instead(std::string_view kind, store::BaseTableChange change) {
   switch (change) {
     case BaseTableChange::kAppend:
       return rollout ? "use `strata rollout add`" : "add rows through the store";
-    case BaseTableChange::kDeleteUnreferencedFiles:
-      return "run `strata table cleanup` without --delete-unreferenced";
     case BaseTableChange::kAddColumns:
     case BaseTableChange::kDeleteRows:
+      return rollout ? "change it with the `strata rollout` commands" : "";
+    case BaseTableChange::kCompactKeepingDeletions:
+      return rollout ? "use `strata rollout compact`"
+                     : "compact without --no-materialize-deletions";
     case BaseTableChange::kCompact:
     case BaseTableChange::kRepair:
     case BaseTableChange::kRemoveOldVersions:
+    case BaseTableChange::kDeleteUnreferencedFiles:
       break;
   }
   return "";

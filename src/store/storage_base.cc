@@ -680,6 +680,7 @@ Status CheckBaseTableChange(std::string_view /*store_kind*/, BaseTableChange cha
     case BaseTableChange::kCompact:
     case BaseTableChange::kRepair:
     case BaseTableChange::kRemoveOldVersions:
+    case BaseTableChange::kDeleteUnreferencedFiles:
       return Status::OK();
     case BaseTableChange::kAppend:
       return refuse(
@@ -693,10 +694,10 @@ Status CheckBaseTableChange(std::string_view /*store_kind*/, BaseTableChange cha
       return refuse(
           "rows are deleted through the store (a table delete misses rows still pending in "
           "its shards)");
-    case BaseTableChange::kDeleteUnreferencedFiles:
+    case BaseTableChange::kCompactKeepingDeletions:
       return refuse(
-          "its merges and compactions write files before they commit them, so deleting "
-          "unreferenced files may remove those of a merge in progress");
+          "its compaction rewrites the rows that its merges replaced, so that their deletion "
+          "files do not pile up with every merge");
   }
   return Status::Internal("unknown base table change");
 }
