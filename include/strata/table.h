@@ -275,6 +275,24 @@ struct RepairReport {
   std::vector<DroppedFragment> dropped;
 };
 
+struct RollbackOptions {
+  // Commit the rollback. False (the default) only reports what would be done.
+  bool apply = false;
+};
+
+struct RollbackReport {
+  uint64_t newest_version = 0;  // the newest version listed
+  uint64_t intact_version = 0;  // the newest version whose manifest passes every check
+  struct CorruptVersion {
+    uint64_t version = 0;
+    std::string problem;  // why its manifest was rejected
+  };
+  // Every listed version above intact_version, ascending; empty when the newest is intact.
+  std::vector<CorruptVersion> corrupt;
+  // Set when the rollback was committed (options.apply and corrupt versions found).
+  std::optional<uint64_t> committed_version;
+};
+
 class Table;
 namespace internal {
 struct WrittenFragments;
@@ -293,6 +311,19 @@ class Table {
                                              TableOptions options = {});
   // Whether a table exists under `prefix`.
   static Result<bool> Exists(ObjectStore& store, std::string_view prefix);
+  // For a table whose newest manifests are corrupt (Open fails with Corruption): finds the
+  // newest version whose manifest passes every check and, with options.apply, commits a new
+  // version (operation "rollback") with that version's content, so the table opens again.
+  // The corrupt manifests stay where they are (the version chain keeps no gaps and no
+  // version number is reused); readers that walk the history skip them. No data file is
+  // deleted. Nothing to do (no corrupt versions) is not an error. Corruption when no version
+  // is intact; Busy when a concurrent commit took the new version first (nothing committed).
+  // Only a manifest that fails its checks (Corruption) counts as corrupt: an I/O error or a
+  // manifest of a newer format is returned as the error, never rolled back.
+  static Result<RollbackReport> RollBackCorruptVersions(std::shared_ptr<ObjectStore> store,
+                                                        std::string prefix,
+                                                        const RollbackOptions& options = {},
+                                                        TableOptions table_options = {});
 
   ~Table();
   Table(const Table&) = delete;
@@ -307,6 +338,10 @@ class Table {
   KeyValueMetadata metadata() const;
   // True for handles made by Checkout(): they read one version and refuse changes.
   bool read_only() const;
+  // What Open noticed that does not stop the handle from working but that someone should
+  // look at, one line each: a latest-version hint that names a version whose manifest is
+  // missing (the handle reads an older version than the last one committed).
+  std::vector<std::string> warnings() const;
   Result<TableStats> Stats() const;
   // The version's fragments, files and index segments, from its manifest (no other reads).
   Result<TableDescription> Describe() const;
@@ -367,9 +402,12 @@ class Table {
 
   // --- Integrity --------------------------------------------------------------------
   // Checks that every manifest, data, deletion and index file the version references
-  // exists, has the recorded size and passes its checksums.
+  // exists, has the recorded size and passes its checksums, and that no manifest is missing
+  // from the chain: the one the latest-version hint names and, with all_versions, any
+  // between the oldest and the newest (versions a rollback replaced are not problems).
   Result<VerifyReport> Verify(const VerifyOptions& options = {}) const;
   // Commits a version without the fragments whose data or deletion files are missing.
+  // (A table whose newest manifest is corrupt cannot be opened: RollBackCorruptVersions.)
   Result<RepairReport> Repair();
 
   struct Impl;  // src/table/table_internal.h

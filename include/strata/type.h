@@ -157,6 +157,19 @@ DataTypePtr dictionary(DataTypePtr index_type, DataTypePtr value_type, bool orde
 // The parameter-free type for an id; nullptr for parametric ids.
 DataTypePtr TypeForId(TypeId id);
 
+// How deeply types may nest: list, large_list, fixed_size_list, struct and dictionary each add
+// one level (int64: 0, list<int64>: 1, list<struct<a: dictionary<utf8>>>: 3). The one limit
+// for the type parser (schema_json.h), the IPC writer and reader (ipc.h) and
+// Array::Validate. It is what Arrow IPC metadata can carry under the reader's default
+// flatbuffer depth limit (ipc::ReadOptions::max_flatbuffer_depth = 64: the footer or message,
+// the schema, then one table per nesting level and one for the leaf's type), and it bounds
+// every recursion over a type.
+inline constexpr int kMaxTypeNestingDepth = 60;
+
+// InvalidArgument when `type` nests deeper than kMaxTypeNestingDepth. Stops descending at the
+// limit, so a hostile type cannot exhaust the stack.
+Status CheckTypeNesting(const DataType& type);
+
 class Field {
  public:
   Field(std::string name, DataTypePtr type, bool nullable = true, KeyValueMetadata metadata = {})

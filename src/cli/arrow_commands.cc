@@ -126,7 +126,8 @@ struct CatOptions {
 
 Status RunCat(const CatOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(auto input, ArrowInput::Open(opt.path));
-  STRATA_RETURN_IF_ERROR(input->SetColumns(SplitColumns(opt.columns)));
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> columns, ParseColumns(opt.columns));
+  STRATA_RETURN_IF_ERROR(input->SetColumns(columns));
   const bool table = opt.format == "table";
   std::vector<RecordBatch> kept;  // table output
   json::JsonWriteOptions json_options{.timestamps_as_micros = opt.timestamps_as_micros};
@@ -152,21 +153,19 @@ Status RunCat(const CatOptions& opt) {
     } else {
       out.clear();
       STRATA_RETURN_IF_ERROR(json::AppendRowsToJsonLines(rows, &out, json_options));
-      if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size()) {
-        return Status::IOError("writing to stdout failed");
-      }
+      STRATA_RETURN_IF_ERROR(WriteStdout(out));
     }
   }
   if (table) {
     if (kept.empty())
       kept.push_back(RecordBatch::MakeEmpty(
-          opt.columns.empty() ? input->schema()
-                              : *input->schema()->Project(
-                                    *input->schema()->FieldIndices(SplitColumns(opt.columns)))));
+          opt.columns.empty()
+              ? input->schema()
+              : *input->schema()->Project(*input->schema()->FieldIndices(columns))));
     std::string text = FormatTable(kept, {.max_cell_width = opt.max_cell_width});
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    STRATA_RETURN_IF_ERROR(WriteStdout(text));
   }
-  return std::fflush(stdout) == 0 ? Status::OK() : Status::IOError("writing to stdout failed");
+  return FlushStdout();
 }
 
 struct FromJsonOptions {
@@ -212,6 +211,11 @@ Status RunFromJson(const FromJsonOptions& opt) {
   }
   if (opt.batch_rows <= 0) return Status::InvalidArgument("--batch-rows must be positive");
   STRATA_ASSIGN_OR_RETURN(ipc::Compression compression, ParseCompression(opt.compression));
+  std::error_code ec;
+  if (std::filesystem::is_directory(opt.output, ec)) {
+    return Status::InvalidArgument(fmt::format(
+        "output '{}' is a directory; give the path of the Arrow file to write", opt.output));
+  }
   STRATA_ASSIGN_OR_RETURN(SchemaPtr schema, LoadSchema(opt.schema));
 
   json::JsonReadOptions read_options{.ignore_unknown_fields = opt.ignore_unknown_fields,
@@ -225,15 +229,17 @@ Status RunFromJson(const FromJsonOptions& opt) {
   int64_t rows = 0;
   Status s =
       ConvertJson(*input, opt, ipc::WriteOptions{.compression = compression}, out.get(), &rows);
-  std::error_code ec;
-  if (s.ok()) {
-    std::filesystem::rename(tmp, opt.output, ec);
-    if (ec)
-      s = Status::IOError(fmt::format("renaming {} to {}: {}", tmp, opt.output, ec.message()));
-  }
   if (!s.ok()) {
     std::filesystem::remove(tmp, ec);
     return s.WithContext(opt.input == "-" ? "stdin" : opt.input);
+  }
+  // An error here is the output's, not the input's.
+  std::filesystem::rename(tmp, opt.output, ec);
+  if (ec) {
+    std::string reason = ec.message();
+    std::filesystem::remove(tmp, ec);
+    return Status::IOError(fmt::format("writing the output '{}' failed: renaming {} to it: {}",
+                                       opt.output, tmp, reason));
   }
   std::fprintf(
       stderr, "wrote %lld rows to %s (%s)\n", static_cast<long long>(rows), opt.output.c_str(),
@@ -269,8 +275,7 @@ Status RunInspect(const InspectOptions& opt) {
       rows += batch->num_rows();
     }
     out += fmt::format("batches: {}, rows: {}\n{}", batches, rows, list);
-    std::fputs(out.c_str(), stdout);
-    return Status::OK();
+    return WriteStdout(out);
   }
 
   ipc::FileReader* file = input->file();
@@ -312,8 +317,7 @@ Status RunInspect(const InspectOptions& opt) {
   for (const auto& [k, v] : file->footer_metadata().entries()) {
     out += fmt::format("footer metadata: {} = {}\n", k, v);
   }
-  std::fputs(out.c_str(), stdout);
-  return Status::OK();
+  return WriteStdout(out);
 }
 
 int Finish(const Status& s) { return s.ok() ? 0 : ReportError(s); }
@@ -332,11 +336,11 @@ void AddArrowCommands(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cat_cmd->add_option("--columns", cat->columns, "Comma-separated columns to print");
   cat_cmd->add_option("--limit", cat->limit, "Print at most this many rows")
-      ->check(CLI::NonNegativeNumber);
+      ->check(IntegerAtLeast<int64_t>(0));
   cat_cmd->add_option("--offset", cat->offset, "Skip this many rows first")
-      ->check(CLI::NonNegativeNumber);
+      ->check(IntegerAtLeast<int64_t>(0));
   cat_cmd->add_option("--max-cell-width", cat->max_cell_width, "Table cell width limit")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerAtLeast<int>(1))
       ->capture_default_str();
   cat_cmd->add_flag("--timestamps-as-micros", cat->timestamps_as_micros,
                     "JSON: timestamps as integer microseconds instead of RFC 3339");
@@ -354,6 +358,7 @@ void AddArrowCommands(CLI::App& app, int* exit_code) {
   fj->add_option("--format", from_json->format, "file (random access) or stream")
       ->capture_default_str();
   fj->add_option("--batch-rows", from_json->batch_rows, "Rows per record batch")
+      ->check(IntegerAtLeast<int64_t>(1))
       ->capture_default_str();
   fj->add_flag("--ignore-unknown-fields", from_json->ignore_unknown_fields,
                "Skip JSON keys that are not in the schema");

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -16,7 +18,22 @@
 
 namespace strata::cli {
 
+namespace {
+
+// InvalidArgument when `path` names a directory (which fopen and ifstream open without
+// complaint, failing only at the first read with a vague error).
+Status CheckNotDirectory(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::InvalidArgument(fmt::format("'{}' is a directory", path));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<std::string> ReadTextFile(const std::string& path) {
+  STRATA_RETURN_IF_ERROR(CheckNotDirectory(path));
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(fmt::format("cannot open '{}'", path));
   std::ostringstream ss;
@@ -38,6 +55,51 @@ int ReportError(const Status& status) {
   return 1;
 }
 
+namespace {
+
+// The output error state of this process (one command runs per process).
+int output_errno = 0;                // errno of the first failed write or flush of stdout
+bool output_error_returned = false;  // a command got an OutputError status
+std::string output_failure_note;
+
+Status OutputError(int err) {
+  if (output_errno == 0) output_errno = err;
+  output_error_returned = true;
+  std::string message = fmt::format("writing the output failed: {}", std::strerror(err));
+  if (!output_failure_note.empty()) message += "; " + output_failure_note;
+  return Status::IOError(std::move(message));
+}
+
+}  // namespace
+
+Status WriteStdout(std::string_view text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) {
+    return OutputError(errno != 0 ? errno : EIO);
+  }
+  return Status::OK();
+}
+
+Status FlushStdout() {
+  if (std::fflush(stdout) != 0) return OutputError(errno != 0 ? errno : EIO);
+  return Status::OK();
+}
+
+void SetOutputFailureNote(std::string note) { output_failure_note = std::move(note); }
+
+int FinishOutput(int exit_code) {
+  int err = 0;
+  errno = 0;
+  if (std::fflush(stdout) != 0) err = errno;
+  // A write that failed earlier (its data dropped) leaves the error flag set, even when
+  // nothing is left to flush.
+  if (err == 0 && std::ferror(stdout)) err = output_errno;
+  if (err == 0 && std::ferror(stdout)) err = EIO;
+  if (err == 0) return exit_code;
+  if (exit_code != 0 && output_error_returned) return exit_code;  // reported by the command
+  ReportError(OutputError(err));
+  return exit_code != 0 ? exit_code : 1;
+}
+
 std::vector<std::string> SplitColumns(const std::string& text) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -51,6 +113,19 @@ std::vector<std::string> SplitColumns(const std::string& text) {
     start = end + 1;
   }
   return out;
+}
+
+Result<std::vector<std::string>> ParseColumns(const std::string& text) {
+  std::vector<std::string> names = SplitColumns(text);
+  for (size_t i = 0; i < names.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (names[i] == names[j]) {
+        return Status::InvalidArgument(
+            fmt::format("--columns: column '{}' is given twice", names[i]));
+      }
+    }
+  }
+  return names;
 }
 
 std::string FormatBytes(int64_t bytes) {
@@ -94,6 +169,7 @@ void Progress::Finish() {
 Result<std::unique_ptr<JsonLinesInput>> JsonLinesInput::Open(const std::string& path,
                                                              SchemaPtr schema,
                                                              const json::JsonReadOptions& options) {
+  if (path != "-") STRATA_RETURN_IF_ERROR(CheckNotDirectory(path));
   std::FILE* file = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
   if (file == nullptr) return Status::NotFound(fmt::format("cannot open '{}'", path));
   std::error_code ec;

@@ -2,13 +2,20 @@
 // JSON lines input and where new tables may be made.
 #pragma once
 
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include "strata/json.h"
@@ -21,8 +28,54 @@ namespace strata::cli {
 // Exit status for a failed command: prints "strata: error: <status>" to stderr.
 int ReportError(const Status& status);
 
+// --- Output errors: a command whose stdout cannot be written fails, whatever the command. ---
+
+// Writes to stdout; IOError "writing the output failed: <reason>" (OutputError) on failure.
+Status WriteStdout(std::string_view text);
+// Flushes stdout; OutputError on failure.
+Status FlushStdout();
+// For a command whose work is done (and durable) before its last message is printed: a
+// sentence saying so, added to the output error if that message cannot be written.
+void SetOutputFailureNote(std::string note);
+// The program's exit status after the command ran with `exit_code`: flushes stdout and, when
+// anything written to it was lost (write, flush), reports the output error and returns
+// nonzero unless the command already failed with that error. The one place every command's
+// output is checked (main calls it).
+int FinishOutput(int exit_code);
+
+// A CLI11 check for an integer option of type T: decimal digits for a value within
+// [min, T's maximum]. Used instead of CLI::PositiveNumber / NonNegativeNumber, which print a
+// 309-digit range and let an int64/uint64 value past the type's range clamp silently.
+template <typename T>
+CLI::Validator IntegerAtLeast(T min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        const bool negative = !text.empty() && text.front() == '-';
+        const std::string_view digits = std::string_view(text).substr(negative ? 1 : 0);
+        if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+          return fmt::format("'{}' is not an integer", text);
+        }
+        T value{};
+        const std::errc ec = std::from_chars(text.data(), text.data() + text.size(), value).ec;
+        if (ec != std::errc() && !negative) {
+          return fmt::format("{} is out of range (at most {})", text,
+                             std::numeric_limits<T>::max());
+        }
+        if (ec != std::errc() || value < min) {
+          return fmt::format("{} is out of range (at least {})", text, min);
+        }
+        return std::string();
+      },
+      min == 1   ? "POSITIVE"
+      : min == 0 ? "NONNEGATIVE"
+                 : fmt::format(">= {}", min));
+}
+
 // Splits "a,b , c" into {"a", "b", "c"}; an empty string gives an empty list.
 std::vector<std::string> SplitColumns(const std::string& text);
+// A --columns list: SplitColumns, and InvalidArgument naming a column given twice (each
+// column is one key of a printed JSON object).
+Result<std::vector<std::string>> ParseColumns(const std::string& text);
 
 // A one-line progress display on stderr, redrawn at most every 200 ms and only when stderr is
 // a terminal; Finish() clears the line.

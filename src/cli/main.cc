@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "arrow_commands.h"
+#include "cli_common.h"
 #include "rollout_commands.h"
 #include "table_commands.h"
 
@@ -17,7 +18,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; usage errors exit 2, as is customary for CLIs.
-    return app.exit(e) == 0 ? 0 : 2;
+    return strata::cli::FinishOutput(app.exit(e) == 0 ? 0 : 2);
   }
-  return exit_code;
+  // Every command's output is checked here: a command whose output was lost fails.
+  return strata::cli::FinishOutput(exit_code);
 }

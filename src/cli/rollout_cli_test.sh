@@ -182,6 +182,43 @@ out=$("$strata" rollout stats "$s" --format jsonl)
   || fail "stats: $out"
 "$strata" rollout stats "$s" --format table | grep -q "pending_generations" || fail "stats table"
 
+# Output that cannot be written fails the command; an add says its rows went in regardless.
+for args in "stats $s --format jsonl" "list $s --limit 3" "get $s r-001-0" \
+  "trajectory $s r-001" "blob $s r-001-patch" "flush $s" "merge $s" "compact $s"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$strata" rollout $args > /dev/full 2> "$work/err"
+  status=$?
+  set -e
+  [[ $status -eq 1 ]] || fail "rollout $args > /dev/full exited $status"
+  grep -q "writing the output failed: No space left on device" "$work/err" \
+    || fail "rollout $args > /dev/full: $(cat "$work/err")"
+done
+before=$(rows_of "$s")
+printf '{"id":"f-1","rollout_id":"f"}\n{"id":"f-2","rollout_id":"f"}\n' > "$work/f.jsonl"
+set +e
+"$strata" rollout add "$s" "$work/f.jsonl" > /dev/full 2> "$work/err"
+status=$?
+set -e
+[[ $status -eq 1 ]] || fail "rollout add > /dev/full exited $status"
+grep -q "writing the output failed: No space left on device; the 2 rows were durably added to shard 'default'" \
+  "$work/err" || fail "rollout add > /dev/full: $(cat "$work/err")"
+"$strata" rollout flush "$s" > /dev/null
+[[ $(rows_of "$s") -eq $((before + 2)) ]] || fail "the rows of an add whose message was lost"
+
+# A key given twice in --filter, a column given twice and a directory as input are refused.
+expect_exit 1 "$strata" rollout list "$s" --filter '{"rollout_id": "r-001", "rollout_id": "r-002"}'
+grep -q "key 'rollout_id' is given twice" "$work/err" || fail "duplicate filter key: $(cat "$work/err")"
+expect_exit 1 "$strata" rollout list "$s" --columns id,role,id
+grep -q "column 'id' is given twice" "$work/err" || fail "duplicate column: $(cat "$work/err")"
+expect_exit 1 "$strata" rollout get "$s" r-001-0 --columns id,id
+expect_exit 1 "$strata" rollout trajectory "$s" r-001 --columns role,role
+mkdir "$work/in.jsonl"
+expect_exit 1 "$strata" rollout add "$s" "$work/in.jsonl"
+grep -q "'$work/in.jsonl' is a directory" "$work/err" || fail "input dir: $(cat "$work/err")"
+expect_exit 2 "$strata" rollout list "$s" --offset 99999999999999999999
+grep -q "out of range (at most 9223372036854775807)" "$work/err" || fail "huge --offset"
+
 # Runtime errors exit 1 without creating anything; usage errors exit 2.
 expect_exit 1 "$strata" rollout list "$work/none"
 grep -q "no rollout store at" "$work/err" || fail "missing store: $(cat "$work/err")"

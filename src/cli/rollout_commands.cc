@@ -13,7 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,39 @@ Result<std::unique_ptr<RolloutStore>> OpenStore(const std::string& dir, const st
   return opened;
 }
 
+// The first key given twice in one object of `json` (a JSON object reader keeps one of the
+// values silently), or nothing.
+std::optional<std::string> DuplicateKey(std::string_view json) {
+  std::vector<std::set<std::string>> open_objects;
+  std::optional<std::string> duplicate;
+  nlohmann::json::parser_callback_t check = [&](int /*depth*/, nlohmann::json::parse_event_t event,
+                                                nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      open_objects.emplace_back();
+    } else if (event == Event::object_end && !open_objects.empty()) {
+      open_objects.pop_back();
+    } else if (event == Event::key && !open_objects.empty() && parsed.is_string() &&
+               !open_objects.back().insert(parsed.get<std::string>()).second && !duplicate) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
+  nlohmann::json parsed = nlohmann::json::parse(json, check, /*allow_exceptions=*/false);
+  (void)parsed;  // only the keys matter here; FromJson reports malformed JSON
+  return duplicate;
+}
+
+// --filter: RolloutFilters::FromJson, refusing a key given twice.
+Result<store::RolloutFilters> ParseFilter(const std::string& text) {
+  if (std::optional<std::string> key = DuplicateKey(text)) {
+    return Status::InvalidArgument(fmt::format("--filter: key '{}' is given twice", *key));
+  }
+  Result<store::RolloutFilters> parsed = store::RolloutFilters::FromJson(text);
+  if (!parsed.ok()) return parsed.status().WithContext("--filter");
+  return parsed;
+}
+
 Result<store::ListSource> ParseSource(const std::string& text) {
   if (text == "all") return store::ListSource::kAll;
   if (text == "wal") return store::ListSource::kWal;
@@ -94,7 +129,7 @@ const SchemaPtr& NonBlobSchema() {
 
 // The printed columns: every non-blob column, or the --columns list checked against them.
 Result<std::vector<int>> ColumnIndices(const std::string& columns) {
-  std::vector<std::string> names = SplitColumns(columns);
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, ParseColumns(columns));
   std::vector<int> out;
   if (names.empty()) {
     for (int i = 0; i < NonBlobSchema()->num_fields(); ++i) out.push_back(i);
@@ -221,8 +256,16 @@ Status RunAdd(const AddOptions& opt) {
                           OpenStore(opt.dir, opt.shard, /*create=*/true, /*sync=*/!opt.nosync,
                                     /*seal_on_close=*/opt.flush));
   Result<uint64_t> added = rollouts->Add(records);
-  if (!added.ok()) return added.status().WithContext(opt.dir);
   const std::string shard = ShardName(opt.shard);
+  if (added.status().code() == StatusCode::kFenced) {
+    // Add retried once already. Rows are keyed by id, so adding the same rows again replaces
+    // any that did get in with the same values.
+    return added.status().WithContext(
+        fmt::format("{}: another writer claimed shard '{}' while adding, so the {} rows were not "
+                    "acknowledged; adding them again is safe (or add them with another --shard)",
+                    opt.dir, shard, records.size()));
+  }
+  if (!added.ok()) return added.status().WithContext(opt.dir);
   if (opt.flush) {
     Result<store::FlushOutcome> flushed = rollouts->Flush();
     if (!flushed.ok()) return flushed.status().WithContext(opt.dir);
@@ -233,10 +276,15 @@ Status RunAdd(const AddOptions& opt) {
           "flush`)",
           opt.dir, records.size(), shard));
     }
+    SetOutputFailureNote(fmt::format("the {} rows were durably added to shard '{}' and flushed",
+                                     records.size(), shard));
     STRATA_RETURN_IF_ERROR(WriteStdout(
         fmt::format("added {} rows to shard '{}', flushed: visible now\n", records.size(), shard)));
-    return std::fflush(stdout) == 0 ? Status::OK() : Status::IOError("writing to stdout failed");
+    return FlushStdout();
   }
+  SetOutputFailureNote(fmt::format(
+      "the {} rows were {} to shard '{}' (visible after `strata rollout flush`)", records.size(),
+      opt.nosync ? "added (not fsynced: --nosync)" : "durably added", shard));
   STRATA_RETURN_IF_ERROR(WriteStdout(fmt::format(
       "added {} rows to shard '{}' (durable; visible after `strata rollout flush` or `strata "
       "rollout merge`)\n",
@@ -245,7 +293,7 @@ Status RunAdd(const AddOptions& opt) {
   // and the shard's next writer (flush, merge, the next add) replays and publishes them.
   Status closed = rollouts->Close();
   if (!closed.ok()) return closed.WithContext(opt.dir);
-  return std::fflush(stdout) == 0 ? Status::OK() : Status::IOError("writing to stdout failed");
+  return FlushStdout();
 }
 
 // --- list / get / trajectory / blob --------------------------------------------------------
@@ -263,9 +311,7 @@ struct ListOptions {
 Status RunList(const ListOptions& opt) {
   store::RolloutFilters filters;
   if (!opt.filter.empty()) {
-    Result<store::RolloutFilters> parsed = store::RolloutFilters::FromJson(opt.filter);
-    if (!parsed.ok()) return parsed.status().WithContext("--filter");
-    filters = *std::move(parsed);
+    STRATA_ASSIGN_OR_RETURN(filters, ParseFilter(opt.filter));
   }
   STRATA_ASSIGN_OR_RETURN(store::ListSource source, ParseSource(opt.source));
   STRATA_ASSIGN_OR_RETURN(std::vector<int> columns, ColumnIndices(opt.columns));
@@ -357,7 +403,7 @@ Status RunBlob(const BlobOptions& opt) {
   const std::string& bytes = **blob;
   if (opt.output.empty()) {
     STRATA_RETURN_IF_ERROR(WriteStdout(bytes));
-    return std::fflush(stdout) == 0 ? Status::OK() : Status::IOError("writing to stdout failed");
+    return FlushStdout();
   }
   {
     std::ofstream out(opt.output, std::ios::binary | std::ios::trunc);
@@ -608,10 +654,10 @@ void AddRolloutCommands(CLI::App& app, int* exit_code) {
   list_cmd->add_option("--filter", list->filter,
                        "JSON object of equality filters, e.g. '{\"rollout_id\": \"r1\"}'");
   list_cmd->add_option("--limit", list->limit, "Page size")
-      ->check(CLI::NonNegativeNumber)
+      ->check(IntegerAtLeast<int64_t>(0))
       ->capture_default_str();
   list_cmd->add_option("--offset", list->offset, "Skip this many matching rows first")
-      ->check(CLI::NonNegativeNumber);
+      ->check(IntegerAtLeast<int64_t>(0));
   list_cmd
       ->add_option("--source", list->source,
                    "all (base + pending generations), wal (pending generations) or fragments "
@@ -673,12 +719,12 @@ void AddRolloutCommands(CLI::App& app, int* exit_code) {
   compact_cmd
       ->add_option("--target-rows", compact->target_rows,
                    "Merge fragments with fewer live rows up to this many rows")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerAtLeast<int64_t>(1))
       ->capture_default_str();
   compact_cmd
       ->add_option("--max-source-fragments", compact->max_source_fragments,
                    "Rewrite at most this many fragments (0 = no bound)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(IntegerAtLeast<int>(0))
       ->capture_default_str();
   compact_cmd->callback([compact, exit_code] { *exit_code = Finish(RunCompact(*compact)); });
 

@@ -40,7 +40,6 @@ Result<std::vector<expr::Scalar>> ParseKeys(const table::Table& table,
 std::string FormatTime(int64_t micros_since_epoch);
 // Every line of `text` with two spaces in front.
 std::string Indent(const std::string& text);
-Status WriteStdout(std::string_view text);
 
 // Exit status of a command: 0, or ReportError's.
 int Finish(const Status& s);

@@ -187,6 +187,52 @@ grep -q "^-> version" "$work/out" || fail "repair committed no version"
 [[ $("$strata" table count "$work/lost") -lt $live ]] || fail "repair kept the lost rows"
 "$strata" table repair "$t" | grep -q "nothing to repair" || fail "repair of a clean table"
 
+# A missing newest manifest: the table reads the version before it but warns on stderr, and
+# verify names the missing manifest. A missing middle manifest: verify --all-versions names it.
+manifest() { printf '%s/_versions/%020d.manifest' "$1" "$2"; }
+n=$(latest "$t")
+cp -r "$t" "$work/nonewest"
+rm "$(manifest "$work/nonewest" "$n")"
+expect_exit 0 "$strata" table count "$work/nonewest"
+grep -q "^strata: warning: .*hint names version $n .*reading version $((n - 1))" "$work/err" \
+  || fail "no warning for a missing newest manifest: $(cat "$work/err")"
+expect_exit 1 "$strata" table verify "$work/nonewest"
+grep -q "^version $n: _versions/$(printf %020d "$n").manifest: missing from storage" \
+  "$work/out" || fail "verify of a missing newest manifest: $(cat "$work/out")"
+cp -r "$t" "$work/nomiddle"
+rm "$(manifest "$work/nomiddle" 2)"
+expect_exit 0 "$strata" table verify "$work/nomiddle"
+[[ ! -s $work/err ]] || fail "a missing middle manifest warned: $(cat "$work/err")"
+expect_exit 1 "$strata" table verify "$work/nomiddle" --all-versions
+grep -q "^version 2: _versions/00000000000000000002.manifest: missing from storage" \
+  "$work/out" || fail "verify --all-versions of a missing middle manifest: $(cat "$work/out")"
+
+# A corrupt newest manifest: the table does not open; repair says what it would drop and
+# changes nothing, and with --drop-corrupt-versions commits the newest intact version's
+# content as a new version, deleting no data file.
+cp -r "$t" "$work/badnewest"
+b=$work/badnewest
+ls "$b/data" > "$work/data-before"
+printf 'garbage' | dd of="$(manifest "$b" "$n")" bs=1 seek=40 conv=notrunc 2>/dev/null
+expect_exit 1 "$strata" table count "$b"
+grep -q "Corruption" "$work/err" || fail "count of a corrupt table: $(cat "$work/err")"
+expect_exit 1 "$strata" table verify "$b"
+grep -q "strata table repair" "$work/err" || fail "verify names no way out: $(cat "$work/err")"
+ls -l "$b/_versions" > "$work/versions-before"
+expect_exit 1 "$strata" table repair "$b"
+grep -q "^version $n: corrupt: " "$work/out" || fail "repair report: $(cat "$work/out")"
+grep -q -- "--drop-corrupt-versions" "$work/err" || fail "repair without the flag: $(cat "$work/err")"
+ls -l "$b/_versions" | cmp -s - "$work/versions-before" || fail "repair without the flag wrote"
+expect_exit 0 "$strata" table repair "$b" --drop-corrupt-versions
+grep -q "^dropped version $n (corrupt: .*); table now at version $((n + 1)) with the content of \
+version $((n - 1))$" "$work/out" || fail "repair --drop-corrupt-versions: $(cat "$work/out")"
+[[ $(latest "$b") == $((n + 1)) ]] || fail "rollback version: $(latest "$b")"
+[[ $("$strata" table count "$b") -eq $("$strata" table count "$t" --version $((n - 1))) ]] \
+  || fail "rolled back to other rows"
+"$strata" table verify "$b" --all-versions > /dev/null || fail "verify after the rollback"
+ls "$b/data" | cmp -s - "$work/data-before" || fail "the rollback deleted data files"
+"$strata" table repair "$b" | grep -q "nothing to repair" || fail "repair after the rollback"
+
 # cleanup: old versions go, the latest stays readable and verifies.
 versions=$("$strata" table versions "$t" | wc -l)
 out=$("$strata" table cleanup "$t" --older-than 0s --keep 2 --delete-unreferenced)
@@ -237,6 +283,67 @@ grep -q "use \`strata rollout compact\`" "$work/err" \
 "$strata" table count "$rs" > /dev/null
 printf '{"id":"rs-new","rollout_id":"x","problem_id":"p"}\n' | "$strata" rollout add "$rs" --flush \
   > /dev/null || fail "the rollout store no longer accepts rows"
+
+# Input that cannot work is refused at the door: types nested deeper than the IPC reader
+# accepts and structs with two fields of one name fail at create, naming the column; a create
+# that fails leaves no directory behind (and an empty one empty).
+deep=int64
+for ((i = 0; i < 61; i++)); do deep="list<$deep>"; done
+expect_exit 1 "$strata" table create "$work/deep" \
+  --schema "{\"fields\": [{\"name\": \"d\", \"type\": \"$deep\"}]}"
+grep -q "schema field 'd': type nests deeper than 60 levels" "$work/err" \
+  || fail "deep type: $(cat "$work/err")"
+[[ ! -e $work/deep ]] || fail "refused deep create left a directory"
+expect_exit 1 "$strata" table create "$work/dup" \
+  --schema '{"fields": [{"name": "s", "type": "struct<a: int64, a: utf8>"}]}'
+grep -q "schema field 's'.*struct has two fields named 'a'" "$work/err" \
+  || fail "duplicate struct field: $(cat "$work/err")"
+float_key='{"fields": [{"name": "k", "type": "float64", "nullable": false}]}'
+expect_exit 1 "$strata" table create "$work/floatkey" --schema "$float_key" --primary-key k
+grep -q "primary-key column 'k' has type float64" "$work/err" || fail "float key: $(cat "$work/err")"
+[[ ! -e $work/floatkey ]] || fail "failed create left $work/floatkey behind"
+expect_exit 1 "$strata" table create "$work/new/parents/t" --schema "$float_key" --primary-key k
+[[ ! -e $work/new ]] || fail "failed create left the parents it made behind"
+mkdir "$work/empty"
+expect_exit 1 "$strata" table create "$work/empty" --schema '{"fields": []}'
+[[ -d $work/empty && -z $(ls -A "$work/empty") ]] || fail "failed create changed an empty directory"
+
+# Output that cannot be written fails the command (the data it committed stays committed).
+cp -r "$t" "$work/full"
+for args in "count $t" "versions $t" "checkout $t $(latest "$t")" "inspect $t" "verify $t" \
+  "scan $t --limit 2" "get $t r0005-s2" "append $work/full $work/scored.jsonl" \
+  "create $work/full-new --schema $schema"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$strata" table $args > /dev/full 2> "$work/err"
+  status=$?
+  set -e
+  [[ $status -eq 1 ]] || fail "table $args > /dev/full exited $status"
+  grep -q "writing the output failed: No space left on device" "$work/err" \
+    || fail "table $args > /dev/full: $(cat "$work/err")"
+done
+[[ ! -e $work/full-new ]] || fail "create that failed to print kept its table"
+"$strata" table append "$work/full" "$work/scored.jsonl" > /dev/full 2> "$work/err" || true
+grep -q "No space left on device; the 1 rows were appended -> version" "$work/err" \
+  || fail "append > /dev/full does not say the rows were appended: $(cat "$work/err")"
+
+# Version numbers out of range, duplicate columns and directories as input files are named.
+expect_exit 2 "$strata" table count "$t" --version 0
+grep -q "0 is out of range (at least 1)" "$work/err" || fail "--version 0: $(cat "$work/err")"
+(( $(wc -c < "$work/err") < 200 )) || fail "--version 0 error is long: $(cat "$work/err")"
+expect_exit 2 "$strata" table checkout "$t" 0
+expect_exit 2 "$strata" table scan "$t" --version 99999999999999999999
+grep -q "out of range (at most 18446744073709551615)" "$work/err" \
+  || fail "20-digit version: $(cat "$work/err")"
+expect_exit 2 "$strata" table inspect "$t" --version 18446744073709551616
+expect_exit 2 "$strata" table scan "$t" --offset -1
+expect_exit 1 "$strata" table scan "$t" --columns id,id
+grep -q "column 'id' is given twice" "$work/err" || fail "scan --columns id,id: $(cat "$work/err")"
+expect_exit 1 "$strata" table get "$t" r0005-s2 --columns id,id
+grep -q "column 'id' is given twice" "$work/err" || fail "get --columns id,id: $(cat "$work/err")"
+mkdir "$work/rows.jsonl"
+expect_exit 1 "$strata" table append "$t" "$work/rows.jsonl"
+grep -q "'$work/rows.jsonl' is a directory" "$work/err" || fail "input dir: $(cat "$work/err")"
 
 # Runtime errors exit 1 and do not create directories; usage errors exit 2.
 expect_exit 1 "$strata" table scan "$work/none"

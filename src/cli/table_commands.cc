@@ -39,6 +39,9 @@ Result<std::shared_ptr<table::Table>> OpenTable(const std::string& dir, uint64_t
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenLocalObjectStore(dir));
   Result<std::shared_ptr<table::Table>> opened = table::Table::Open(store, "");
   if (!opened.ok()) return opened.status().WithContext(dir);
+  for (const std::string& warning : (*opened)->warnings()) {
+    std::fprintf(stderr, "strata: warning: %s: %s\n", dir.c_str(), warning.c_str());
+  }
   if (version == 0) return opened;
   return (*opened)->Checkout(version);
 }
@@ -105,13 +108,6 @@ std::string FormatTime(int64_t micros) {
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, fraction);
 }
 
-Status WriteStdout(std::string_view text) {
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) {
-    return Status::IOError("writing to stdout failed");
-  }
-  return Status::OK();
-}
-
 std::string Indent(const std::string& text) {
   std::string out;
   std::istringstream lines(text);
@@ -170,7 +166,7 @@ Status RowPrinter::Finish() {
     STRATA_RETURN_IF_ERROR(
         WriteStdout(FormatTable(kept_, {.max_cell_width = options_.max_cell_width})));
   }
-  return std::fflush(stdout) == 0 ? Status::OK() : Status::IOError("writing to stdout failed");
+  return FlushStdout();
 }
 
 void AddRowOutputOptions(CLI::App* cmd, RowOutputOptions* out) {
@@ -179,7 +175,7 @@ void AddRowOutputOptions(CLI::App* cmd, RowOutputOptions* out) {
                   "jsonl otherwise")
       ->check(CLI::IsMember({"jsonl", "table"}));
   cmd->add_option("--max-cell-width", out->max_cell_width, "Table cell width limit")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerAtLeast<int>(1))
       ->capture_default_str();
   cmd->add_flag("--timestamps-as-micros", out->timestamps_as_micros,
                 "JSON: timestamps as integer microseconds instead of RFC 3339");
@@ -233,16 +229,43 @@ Status RunCreate(const CreateOptions& opt) {
     }
   }
   STRATA_RETURN_IF_ERROR(CheckNewOrEmptyDirectory(opt.dir, "table"));
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenLocalObjectStore(opt.dir));
-  Result<std::shared_ptr<table::Table>> created = table::Table::Create(store, "", schema);
-  if (!created.ok()) return created.status().WithContext(opt.dir);
+  // A failed create leaves the directory as it found it: gone when it did not exist (with
+  // the parents made for it), empty when it was empty (anything in it then is ours).
+  std::filesystem::path made_root;  // the outermost directory this create makes, if any
+  for (std::filesystem::path p = std::filesystem::absolute(opt.dir, ec).lexically_normal();
+       !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path()) {
+    made_root = p;
+    if (p == p.parent_path()) break;
+  }
+  auto undo = [&](const Status& failed) {
+    std::error_code ignored;
+    if (!made_root.empty()) {
+      std::filesystem::remove_all(made_root, ignored);
+    } else {
+      std::vector<std::filesystem::path> made;
+      for (const auto& entry : std::filesystem::directory_iterator(opt.dir, ignored)) {
+        made.push_back(entry.path());
+      }
+      for (const std::filesystem::path& path : made) std::filesystem::remove_all(path, ignored);
+    }
+    return failed.WithContext(opt.dir);
+  };
+  Result<std::shared_ptr<ObjectStore>> store = OpenLocalObjectStore(opt.dir);
+  if (!store.ok()) return undo(store.status());
+  Result<std::shared_ptr<table::Table>> created = table::Table::Create(*store, "", schema);
+  if (!created.ok()) return undo(created.status());
   const table::Table& t = **created;
   std::string key =
       t.primary_key_column()
           ? fmt::format(", primary key '{}'", t.schema()->field(*t.primary_key_column())->name())
           : std::string();
-  return WriteStdout(fmt::format("created table at {}: {} columns{} -> version {}\n", opt.dir,
-                                 t.schema()->num_fields(), key, t.version()));
+  // Exit status 1 means no table, even when only this message was lost.
+  SetOutputFailureNote("the new table was not kept");
+  Status printed = WriteStdout(fmt::format("created table at {}: {} columns{} -> version {}\n",
+                                           opt.dir, t.schema()->num_fields(), key, t.version()));
+  if (printed.ok()) printed = FlushStdout();
+  if (!printed.ok()) return undo(printed);
+  return Status::OK();
 }
 
 // --- append ----------------------------------------------------------------------------------
@@ -338,6 +361,8 @@ Status RunAppend(const AppendOptions& opt) {
   Result<table::AppendResult> result = t->Append(batches, progress.Callback());
   progress.Finish();
   if (!result.ok()) return result.status().WithContext(opt.dir);
+  SetOutputFailureNote(
+      fmt::format("the {} rows were appended -> version {}", result->rows, result->version));
   return WriteStdout(fmt::format("appended {} rows in {} fragments -> version {}\n", result->rows,
                                  result->fragments, result->version));
 }
@@ -356,8 +381,9 @@ struct ScanCommandOptions {
 };
 
 Status RunScan(const ScanCommandOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> columns, ParseColumns(opt.columns));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> t, OpenTable(opt.dir, opt.version));
-  table::ScanOptions scan{.columns = SplitColumns(opt.columns),
+  table::ScanOptions scan{.columns = std::move(columns),
                           .filter = opt.filter,
                           .offset = opt.offset,
                           .with_row_address = opt.with_row_address};
@@ -383,7 +409,7 @@ struct GetOptions {
 Status RunGet(const GetOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> t, OpenTable(opt.dir, opt.version));
   STRATA_ASSIGN_OR_RETURN(std::vector<expr::Scalar> keys, ParseKeys(*t, opt.keys));
-  std::vector<std::string> columns = SplitColumns(opt.columns);
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> columns, ParseColumns(opt.columns));
   SchemaPtr schema = t->schema();
   if (!columns.empty()) {
     STRATA_ASSIGN_OR_RETURN(std::vector<int> indices, schema->FieldIndices(columns));
@@ -533,10 +559,11 @@ void AddTableCommands(CLI::App& app, int* exit_code) {
   scan_cmd->add_option("--filter", scan->filter, "Predicate, e.g. \"reward > 0.5\"");
   scan_cmd->add_option("--columns", scan->columns, "Comma-separated columns to print");
   scan_cmd->add_option("--limit", scan->limit, "Print at most this many rows")
-      ->check(CLI::NonNegativeNumber);
+      ->check(IntegerAtLeast<int64_t>(0));
   scan_cmd->add_option("--offset", scan->offset, "Skip this many matching rows first")
-      ->check(CLI::NonNegativeNumber);
-  scan_cmd->add_option("--version", scan->version, kVersionHelp)->check(CLI::PositiveNumber);
+      ->check(IntegerAtLeast<int64_t>(0));
+  scan_cmd->add_option("--version", scan->version, kVersionHelp)
+      ->check(IntegerAtLeast<uint64_t>(1));
   scan_cmd->add_flag("--with-row-address", scan->with_row_address,
                      "Add the _rowaddr column (fragment id << 32 | row offset)");
   AddRowOutputOptions(scan_cmd, &scan->output);
@@ -548,7 +575,7 @@ void AddTableCommands(CLI::App& app, int* exit_code) {
   get_cmd->add_option("DIR", get->dir, kDirHelp)->required();
   get_cmd->add_option("KEY", get->keys, "Primary-key values")->required();
   get_cmd->add_option("--columns", get->columns, "Comma-separated columns to print");
-  get_cmd->add_option("--version", get->version, kVersionHelp)->check(CLI::PositiveNumber);
+  get_cmd->add_option("--version", get->version, kVersionHelp)->check(IntegerAtLeast<uint64_t>(1));
   AddRowOutputOptions(get_cmd, &get->output);
   get_cmd->callback([get, exit_code] { *exit_code = Finish(RunGet(*get)); });
 
@@ -556,7 +583,8 @@ void AddTableCommands(CLI::App& app, int* exit_code) {
   CLI::App* count_cmd = group->add_subcommand("count", "Print the number of live rows");
   count_cmd->add_option("DIR", count->dir, kDirHelp)->required();
   count_cmd->add_option("--filter", count->filter, "Count only the rows matching this predicate");
-  count_cmd->add_option("--version", count->version, kVersionHelp)->check(CLI::PositiveNumber);
+  count_cmd->add_option("--version", count->version, kVersionHelp)
+      ->check(IntegerAtLeast<uint64_t>(1));
   count_cmd->callback([count, exit_code] { *exit_code = Finish(RunCount(*count)); });
 
   auto del = std::make_shared<DeleteOptions>();

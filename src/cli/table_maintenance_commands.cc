@@ -104,8 +104,19 @@ struct VerifyOptions {
   bool all_versions = false;
 };
 
+// A table whose newest manifest is corrupt does not open; say where the way out is.
+Status NoteRollback(const Status& status, const std::string& dir) {
+  if (!status.IsCorruption()) return status;
+  return Status::Corruption(fmt::format(
+      "{}; `strata table repair {}` shows how to roll the table back to its newest intact "
+      "version",
+      status.message(), dir));
+}
+
 Status RunVerify(const VerifyOptions& opt) {
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> t, OpenTable(opt.dir));
+  Result<std::shared_ptr<table::Table>> opened = OpenTable(opt.dir);
+  if (!opened.ok()) return NoteRollback(opened.status(), opt.dir);
+  const std::shared_ptr<table::Table>& t = *opened;
   STRATA_ASSIGN_OR_RETURN(table::VerifyReport report,
                           t->Verify({.all_versions = opt.all_versions}));
   std::string out;
@@ -130,17 +141,60 @@ Status RunVerify(const VerifyOptions& opt) {
 
 struct RepairOptions {
   std::string dir;
+  bool drop_corrupt_versions = false;
 };
 
+// "version 7" or "versions 7..9".
+std::string VersionRange(const std::vector<table::RollbackReport::CorruptVersion>& corrupt) {
+  if (corrupt.size() == 1) return fmt::format("version {}", corrupt[0].version);
+  return fmt::format("versions {}..{}", corrupt.front().version, corrupt.back().version);
+}
+
+// The first step of repair: a table whose newest manifests are corrupt cannot be opened, so
+// they are found (and, with --drop-corrupt-versions, rolled back) before anything else.
+// Appends what it found or did to `out`; an error when the table is left unopenable.
+Status RollBackCorruptVersions(const RepairOptions& opt, std::string* out) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(opt.dir, ec)) return OpenTable(opt.dir).status();
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenLocalObjectStore(opt.dir));
+  Result<table::RollbackReport> rollback =
+      table::Table::RollBackCorruptVersions(store, "", {.apply = opt.drop_corrupt_versions});
+  if (!rollback.ok()) return rollback.status().WithContext(opt.dir);
+  const table::RollbackReport& r = *rollback;
+  if (r.corrupt.empty()) return Status::OK();
+  for (const table::RollbackReport::CorruptVersion& v : r.corrupt) {
+    *out += fmt::format("version {}: corrupt: {}\n", v.version, v.problem);
+  }
+  if (!r.committed_version) {
+    STRATA_RETURN_IF_ERROR(WriteStdout(*out));
+    return Status::Corruption(fmt::format(
+        "{}: {} corrupt, the newest intact version is {}; nothing changed. `strata table repair "
+        "{} --drop-corrupt-versions` drops {} and commits version {} with the content of "
+        "version {} (no data file is deleted)",
+        opt.dir,
+        r.corrupt.size() == 1 ? VersionRange(r.corrupt) + " is" : VersionRange(r.corrupt) + " are",
+        r.intact_version, opt.dir, VersionRange(r.corrupt), r.newest_version + 1,
+        r.intact_version));
+  }
+  *out += fmt::format(
+      "dropped {} (corrupt: {}); table now at version {} with the content of version {}\n",
+      VersionRange(r.corrupt), r.corrupt.back().problem, *r.committed_version, r.intact_version);
+  return Status::OK();
+}
+
 Status RunRepair(const RepairOptions& opt) {
+  std::string out;
+  STRATA_RETURN_IF_ERROR(RollBackCorruptVersions(opt, &out));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> t, OpenTable(opt.dir));
   Result<table::RepairReport> report = t->Repair();
-  if (!report.ok()) return report.status().WithContext(opt.dir);
-  if (report->dropped.empty()) {
-    return WriteStdout(
-        fmt::format("nothing to repair; version {} unchanged\n", report->read_version));
+  if (!report.ok()) {
+    STRATA_RETURN_IF_ERROR(WriteStdout(out));
+    return report.status().WithContext(opt.dir);
   }
-  std::string out;
+  if (report->dropped.empty()) {
+    return WriteStdout(out + fmt::format("nothing {}to repair; version {} unchanged\n",
+                                         out.empty() ? "" : "else ", report->read_version));
+  }
   for (const table::RepairReport::DroppedFragment& f : report->dropped) {
     out += fmt::format("dropped fragment {} ({} rows): missing {}\n", f.fragment_id,
                        f.physical_rows, fmt::join(f.missing_files, ", "));
@@ -278,12 +332,12 @@ void AddTableMaintenanceCommands(CLI::App& group, int* exit_code) {
   compact_cmd
       ->add_option("--target-rows", compact->target_rows,
                    "Merge fragments with fewer live rows up to this many rows")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerAtLeast<int64_t>(1))
       ->capture_default_str();
   compact_cmd
       ->add_option("--max-source-fragments", compact->max_source_fragments,
                    "Rewrite at most this many fragments (0 = no bound)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(IntegerAtLeast<int>(0))
       ->capture_default_str();
   compact_cmd->add_flag("--no-materialize-deletions", compact->no_materialize_deletions,
                         "Keep deletion vectors instead of rewriting fragments without the rows");
@@ -301,7 +355,7 @@ void AddTableMaintenanceCommands(CLI::App& group, int* exit_code) {
   checkout_cmd->add_option("DIR", checkout->dir, kDirHelp)->required();
   checkout_cmd->add_option("VERSION", checkout->version, "Version number")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(IntegerAtLeast<uint64_t>(1));
   checkout_cmd->callback([checkout, exit_code] { *exit_code = Finish(RunCheckout(*checkout)); });
 
   auto verify = std::make_shared<VerifyOptions>();
@@ -313,8 +367,13 @@ void AddTableMaintenanceCommands(CLI::App& group, int* exit_code) {
 
   auto repair = std::make_shared<RepairOptions>();
   CLI::App* repair_cmd = group.add_subcommand(
-      "repair", "Commit a version without the fragments whose files are missing");
+      "repair",
+      "Commit a version without the fragments whose files are missing; roll back corrupt "
+      "newest versions (with --drop-corrupt-versions)");
   repair_cmd->add_option("DIR", repair->dir, kDirHelp)->required();
+  repair_cmd->add_flag("--drop-corrupt-versions", repair->drop_corrupt_versions,
+                       "When the newest manifests are corrupt, commit the newest intact "
+                       "version's content as a new version (without it: report only)");
   repair_cmd->callback([repair, exit_code] { *exit_code = Finish(RunRepair(*repair)); });
 
   auto inspect = std::make_shared<InspectOptions>();
@@ -322,9 +381,9 @@ void AddTableMaintenanceCommands(CLI::App& group, int* exit_code) {
       "inspect", "Show the schema, statistics, fragments, files, indexes and metadata");
   inspect_cmd->add_option("DIR", inspect->dir, kDirHelp)->required();
   inspect_cmd->add_option("--version", inspect->version, "Inspect this version, not the latest")
-      ->check(CLI::PositiveNumber);
+      ->check(IntegerAtLeast<uint64_t>(1));
   inspect_cmd->add_option("--max-fragments", inspect->max_fragments, "List at most this many")
-      ->check(CLI::NonNegativeNumber)
+      ->check(IntegerAtLeast<int>(0))
       ->capture_default_str();
   inspect_cmd->callback([inspect, exit_code] { *exit_code = Finish(RunInspect(*inspect)); });
 
@@ -341,7 +400,7 @@ void AddTableMaintenanceCommands(CLI::App& group, int* exit_code) {
       })
       ->capture_default_str();
   cleanup_cmd->add_option("--keep", cleanup->keep, "Always keep this many newest versions")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerAtLeast<int>(1))
       ->capture_default_str();
   cleanup_cmd->add_flag(
       "--delete-unreferenced", cleanup->delete_unreferenced,

@@ -415,7 +415,7 @@ TEST(ArrayValidateTest, RejectsMalformedTypes) {
   for (int i = 0; i < 1000; ++i) deep = list(deep);
   d = ListOfInt32();
   d.type = deep;
-  EXPECT_CORRUPT(Check(d), "nesting deeper than 64");
+  EXPECT_CORRUPT(Check(d), "nesting deeper than 60");
 }
 
 // Mutates valid arrays at random; Validate must never read out of bounds (ASan), and when it

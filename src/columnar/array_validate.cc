@@ -18,10 +18,6 @@
 namespace strata {
 namespace {
 
-// Deeper nesting is rejected so that recursion over a hostile type cannot exhaust the stack
-// (the same limit as Arrow's IPC reader).
-constexpr int kMaxNestingDepth = 64;
-
 Status Corrupt(std::string message) { return Status::Corruption(std::move(message)); }
 
 bool CheckedAdd(int64_t a, int64_t b, int64_t* out) { return !__builtin_add_overflow(a, b, out); }
@@ -38,8 +34,9 @@ bool IsAligned(const Buffer& b, size_t alignment) {
 // so that DataType::Equals and the accessors can walk it safely.
 Status ValidateType(const DataTypePtr& type, int depth) {
   if (type == nullptr) return Corrupt("type is null");
-  if (depth > kMaxNestingDepth) {
-    return Corrupt(fmt::format("type nesting deeper than {} levels", kMaxNestingDepth));
+  // Deeper nesting is rejected so that recursion over a hostile type cannot exhaust the stack.
+  if (depth > kMaxTypeNestingDepth) {
+    return Corrupt(fmt::format("type nesting deeper than {} levels", kMaxTypeNestingDepth));
   }
   switch (type->id()) {
     case TypeId::kBool:

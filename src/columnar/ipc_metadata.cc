@@ -15,10 +15,6 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-// Nesting deeper than this is rejected on read (the verifier's depth limit stops far
-// earlier with the default options; this guards our own recursion whatever they are).
-constexpr int kMaxNesting = 64;
-
 bool IsBinaryLike(const DataType& type) { return type.is_binary_like(); }
 
 }  // namespace
@@ -380,9 +376,11 @@ Result<FieldPtr> FieldFromFlatbuffer(const fb::Field* field, int depth, LayoutPl
                                      const std::string& parent_path) {
   std::string name = field->name() != nullptr ? field->name()->str() : std::string();
   std::string path = parent_path.empty() ? name : parent_path + "." + name;
-  if (depth > kMaxNesting) {
+  // The verifier's depth limit stops about here with the default options; this guards our
+  // own recursion whatever they are.
+  if (depth > kMaxTypeNestingDepth) {
     return Status::Corruption(
-        fmt::format("field '{}' is nested more than {} levels deep", path, kMaxNesting));
+        fmt::format("field '{}' is nested more than {} levels deep", path, kMaxTypeNestingDepth));
   }
   const size_t node_index = plan->nodes.size();
   plan->nodes.emplace_back();

@@ -123,6 +123,30 @@ TEST_P(IpcRoundTripTest, ZeroColumnSchema) {
   EXPECT_EQ((*got)[1].num_rows(), 0);
 }
 
+TEST_P(IpcRoundTripTest, DeepestNestingRoundTripsAndDeeperIsRefusedOnWrite) {
+  // The limit is what the reader accepts: a schema at the limit (with a dictionary at the
+  // bottom, the deepest metadata) reads back; one level more is refused by the writer rather
+  // than written as a file nothing can open.
+  DataTypePtr deepest = dictionary(int32(), utf8());
+  for (int i = 1; i < kMaxTypeNestingDepth; ++i) deepest = list(deepest);
+  SchemaPtr schema = strata::schema({field("deep", deepest)});
+  const int lists = kMaxTypeNestingDepth - 1;
+  std::string value = std::string(lists, '[') + "\"a\"" + std::string(lists, ']');
+  auto batch = json::RowsToBatch(schema, "{\"deep\": " + value + "}\n{\"deep\": null}\n");
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  auto got = RoundTrip(file(), schema, {*batch}, options());
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectSameBatches({*batch}, *got);
+
+  SchemaPtr deeper = strata::schema({field("id", int64()), field("deep", list(deepest))});
+  auto refused = RoundTrip(file(), deeper, {}, options());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().IsInvalidArgument()) << refused.status();
+  EXPECT_NE(refused.status().message().find("column 'deep': type nests deeper than 60 levels"),
+            std::string::npos)
+      << refused.status();
+}
+
 TEST_P(IpcRoundTripTest, CompressibleDataSurvives) {
   // Long runs compress far beyond 16x; the reader must not mistake that for an attack.
   SchemaPtr schema = strata::schema({field("zeros", int64()), field("text", utf8())});

@@ -55,6 +55,11 @@ class MessageWriter {
     if (out == nullptr) return Status::InvalidArgument("IPC writer needs an output stream");
     if (schema == nullptr) return Status::InvalidArgument("IPC writer needs a schema");
     STRATA_RETURN_IF_ERROR(CheckOptions(options));
+    // A deeper schema would be written, but no reader could open it again.
+    for (const FieldPtr& f : schema->fields()) {
+      Status nesting = CheckTypeNesting(*f->type());
+      if (!nesting.ok()) return nesting.WithContext(fmt::format("column '{}'", f->name()));
+    }
     STRATA_ASSIGN_OR_RETURN(LayoutPlan plan, internal::PlanSchema(*schema));
     return std::make_unique<MessageWriter>(out, std::move(schema), options, std::move(plan),
                                            file_format);

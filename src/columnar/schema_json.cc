@@ -96,6 +96,19 @@ class TypeParser {
   Result<DataTypePtr> ParseType() {
     std::string_view name = Word();
     if (name.empty()) return Error("a type name");
+    if (name == "list" || name == "large_list" || name == "fixed_size_list" || name == "struct" ||
+        name == "dictionary") {
+      // Checked while parsing (not after), so hostile text cannot exhaust the stack; the
+      // message leaves out the text, which is long by then.
+      if (++depth_ > kMaxTypeNestingDepth) {
+        return Status::InvalidArgument(
+            fmt::format("type nests deeper than {} levels, the most supported (position {})",
+                        kMaxTypeNestingDepth, pos_ - name.size()));
+      }
+      Result<DataTypePtr> type = ParseNestedType(name);
+      --depth_;
+      return type;
+    }
     static const std::pair<std::string_view, DataTypePtr (*)()> kSimple[] = {
         {"bool", boolean},
         {"boolean", boolean},
@@ -122,6 +135,12 @@ class TypeParser {
       if (name == n) return make();
     }
     if (name == "timestamp") return ParseTimestamp();
+    pos_ -= name.size();
+    return Error("a type name");
+  }
+
+  // list, large_list, fixed_size_list, struct or dictionary, after its name.
+  Result<DataTypePtr> ParseNestedType(std::string_view name) {
     if (name == "list" || name == "large_list" || name == "fixed_size_list") {
       STRATA_RETURN_IF_ERROR(Expect("<"));
       STRATA_ASSIGN_OR_RETURN(FieldPtr item, ParseFieldOrType(false));
@@ -138,16 +157,23 @@ class TypeParser {
       std::vector<FieldPtr> fields;
       if (!Consume(">")) {
         do {
+          const size_t at = pos_;
           STRATA_ASSIGN_OR_RETURN(FieldPtr f, ParseFieldOrType(true));
+          for (const FieldPtr& existing : fields) {
+            if (existing->name() == f->name()) {
+              pos_ = at;
+              SkipSpace();
+              return Status::InvalidArgument(
+                  fmt::format("struct has two fields named '{}' (position {})", f->name(), pos_));
+            }
+          }
           fields.push_back(std::move(f));
         } while (Consume(","));
         STRATA_RETURN_IF_ERROR(Expect(">"));
       }
       return struct_(std::move(fields));
     }
-    if (name == "dictionary") return ParseDictionary();
-    pos_ -= name.size();
-    return Error("a type name");
+    return ParseDictionary();
   }
 
   Result<DataTypePtr> ParseTimestamp() {
@@ -198,6 +224,7 @@ class TypeParser {
 
   std::string_view text_;
   size_t pos_ = 0;
+  int depth_ = 0;  // nested types open at pos_
 };
 
 Result<KeyValueMetadata> MetadataFromJson(const nlohmann::json& j, std::string_view where) {

@@ -1,5 +1,6 @@
 #include "strata/schema_json.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace strata {
@@ -86,6 +87,51 @@ TEST(SchemaJsonTest, SchemaErrorsNameTheField) {
   Result<SchemaPtr> nullable =
       SchemaFromJson(R"({"fields": [{"name": "a", "type": "int32", "nullable": "no"}]})");
   EXPECT_TRUE(nullable.status().IsInvalidArgument());
+}
+
+std::string NestedLists(int levels, std::string_view leaf) {
+  std::string text;
+  for (int i = 0; i < levels; ++i) text += "list<";
+  text += leaf;
+  return text + std::string(levels, '>');
+}
+
+TEST(SchemaJsonTest, TypesNestDeeperThanTheLimitAreRefused) {
+  Result<DataTypePtr> deepest = ParseDataType(NestedLists(kMaxTypeNestingDepth, "int64"));
+  ASSERT_TRUE(deepest.ok()) << deepest.status();
+  EXPECT_TRUE(CheckTypeNesting(**deepest).ok());
+  EXPECT_FALSE(CheckTypeNesting(*list(*deepest)).ok());
+  // Dictionaries and structs count as levels too.
+  EXPECT_FALSE(ParseDataType(NestedLists(kMaxTypeNestingDepth, "dictionary<utf8>")).ok());
+  EXPECT_FALSE(
+      ParseDataType(NestedLists(kMaxTypeNestingDepth - 1, "struct<a: struct<b: int64>>")).ok());
+
+  Result<SchemaPtr> deeper =
+      SchemaFromJson(fmt::format(R"({{"fields": [{{"name": "id", "type": "int64"}},
+                                  {{"name": "deep", "type": "{}"}}]}})",
+                                 NestedLists(kMaxTypeNestingDepth + 1, "int64")));
+  ASSERT_FALSE(deeper.ok());
+  EXPECT_TRUE(deeper.status().IsInvalidArgument());
+  // Short: the column and the limit, not the (long) type text.
+  EXPECT_NE(deeper.status().message().find(
+                "schema field 'deep': type nests deeper than 60 levels, the most supported"),
+            std::string::npos)
+      << deeper.status();
+  EXPECT_LT(deeper.status().message().size(), 200u) << deeper.status();
+
+  // Hostile depth fails cleanly instead of exhausting the parser's stack.
+  EXPECT_TRUE(ParseDataType(NestedLists(200000, "int64")).status().IsInvalidArgument());
+}
+
+TEST(SchemaJsonTest, StructsWithTwoFieldsOfOneNameAreRefused) {
+  Result<SchemaPtr> dup = SchemaFromJson(
+      R"({"fields": [{"name": "s", "type": "list<struct<a: int64, b: utf8, a: utf8>>"}]})");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_TRUE(dup.status().IsInvalidArgument());
+  EXPECT_NE(dup.status().message().find("schema field 's'"), std::string::npos) << dup.status();
+  EXPECT_NE(dup.status().message().find("struct has two fields named 'a'"), std::string::npos)
+      << dup.status();
+  EXPECT_TRUE(ParseDataType("struct<a: int64, b: struct<a: int64>>").ok());
 }
 
 }  // namespace

@@ -174,8 +174,32 @@ std::string DataType::ToString() const {
 }
 
 namespace {
+
 DataTypePtr Singleton(TypeId id) { return std::make_shared<const DataType>(id); }
+
+// False when a type below `type` (at nesting level `depth`) is deeper than the limit.
+bool NestingWithinLimit(const DataType& type, int depth) {
+  if (!type.is_nested() && type.id() != TypeId::kDictionary) return true;
+  if (depth + 1 > kMaxTypeNestingDepth) return false;
+  if (type.id() == TypeId::kDictionary) {
+    return type.dictionary_value_type() == nullptr ||
+           NestingWithinLimit(*type.dictionary_value_type(), depth + 1);
+  }
+  for (const FieldPtr& f : type.fields()) {
+    if (f != nullptr && f->type() != nullptr && !NestingWithinLimit(*f->type(), depth + 1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+Status CheckTypeNesting(const DataType& type) {
+  if (NestingWithinLimit(type, 0)) return Status::OK();
+  return Status::InvalidArgument(
+      fmt::format("type nests deeper than {} levels, the most supported", kMaxTypeNestingDepth));
+}
 
 #define STRATA_SINGLETON_TYPE(fn, id)               \
   DataTypePtr fn() {                                \

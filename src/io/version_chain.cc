@@ -43,14 +43,26 @@ Result<std::vector<uint64_t>> ListVersions(ObjectStore& store, const VersionChai
 
 Result<uint64_t> FindLatestVersion(ObjectStore& store, const VersionChainLayout& layout,
                                    uint64_t known, int max_probes) {
-  const uint64_t start = std::max(known, ReadVersionHint(store, layout.hint_key));
+  STRATA_ASSIGN_OR_RETURN(LatestVersion latest,
+                          FindLatestVersionAndHint(store, layout, known, max_probes));
+  return latest.version;
+}
+
+Result<LatestVersion> FindLatestVersionAndHint(ObjectStore& store, const VersionChainLayout& layout,
+                                               uint64_t known, int max_probes) {
+  LatestVersion found;
+  found.hint = ReadVersionHint(store, layout.hint_key);
+  const uint64_t start = std::max(known, found.hint);
   if (start > 0) {
     STRATA_ASSIGN_OR_RETURN(bool start_exists, store.Exists(layout.version_key(start)));
     if (start_exists) {
       uint64_t latest = start;
       for (int probe = 0; probe < max_probes; ++probe) {
         STRATA_ASSIGN_OR_RETURN(bool exists, store.Exists(layout.version_key(latest + 1)));
-        if (!exists) return latest;
+        if (!exists) {
+          found.version = latest;
+          return found;
+        }
         ++latest;
       }
       // Still finding versions: the start is far behind, listing is cheaper than probing on.
@@ -59,7 +71,8 @@ Result<uint64_t> FindLatestVersion(ObjectStore& store, const VersionChainLayout&
   // No start point, or one that is gone: probing from 1 would not work once cleanup has
   // removed the start of the chain, so list.
   STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> versions, ListVersions(store, layout));
-  return versions.empty() ? 0 : versions.back();
+  found.version = versions.empty() ? 0 : versions.back();
+  return found;
 }
 
 Result<int64_t> DeleteVersionsBefore(ObjectStore& store, const VersionChainLayout& layout,

@@ -61,6 +61,17 @@ Result<std::vector<uint64_t>> ListVersions(ObjectStore& store, const VersionChai
 Result<uint64_t> FindLatestVersion(ObjectStore& store, const VersionChainLayout& layout,
                                    uint64_t known = 0, int max_probes = kMaxVersionProbes);
 
+// FindLatestVersion, also returning the hint it started from. A hint above the latest version
+// found means versions the hint names are missing: nothing but a deletion from outside (or
+// damage) removes the newest version, so callers report it.
+struct LatestVersion {
+  uint64_t version = 0;  // 0 when the chain holds none
+  uint64_t hint = 0;     // the hint's version, 0 when missing or unreadable
+};
+Result<LatestVersion> FindLatestVersionAndHint(ObjectStore& store, const VersionChainLayout& layout,
+                                               uint64_t known = 0,
+                                               int max_probes = kMaxVersionProbes);
+
 // Deletes every version below `keep_from`, oldest first, from one listing; stops at the first
 // failure (a version that is already gone is not one), so that the chain never has a hole
 // below a surviving version. Returns how many versions it deleted.

@@ -98,6 +98,20 @@ TEST_F(VersionChainTest, EmptyChainIsZero) {
   EXPECT_EQ(Latest(), 0u);
 }
 
+TEST_F(VersionChainTest, HintAheadOfTheChainIsReturnedWithTheLatestVersion) {
+  WriteChain(1, 6);
+  SetHint("8");  // versions 7 and 8 were lost
+  Result<LatestVersion> found = FindLatestVersionAndHint(store_, layout_);
+  ASSERT_OK(found.status());
+  EXPECT_EQ(found->version, 6u);
+  EXPECT_EQ(found->hint, 8u);
+  SetHint("4");  // behind: probing from it
+  found = FindLatestVersionAndHint(store_, layout_);
+  ASSERT_OK(found.status());
+  EXPECT_EQ(found->version, 6u);
+  EXPECT_EQ(found->hint, 4u);
+}
+
 TEST_F(VersionChainTest, MissingHintListsInsteadOfProbingFromOne) {
   WriteChain(1, 6);
   EXPECT_EQ(Latest(), 6u);

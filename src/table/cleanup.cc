@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -71,29 +72,50 @@ Result<CleanupResult> CleanupTable(TableContext& context, const SnapshotPtr& lat
   std::unordered_map<std::string, int64_t> kept_files;
   bool keeping = false;
   int64_t kept_versions = 0;
+  std::optional<std::vector<RolledBackRange>> rolled_back;  // read when needed
   for (size_t i = 0; i < versions.size(); ++i) {
     const uint64_t version = versions[i];
     Result<SnapshotPtr> loaded = LoadVersion(store, prefix, version);
     if (!loaded.ok() && loaded.status().IsNotFound()) {
       continue;  // removed by a concurrent cleanup since we listed
     }
-    if (!loaded.ok()) {
+    // A corrupt version that a later rollback replaced has no readable files list and no
+    // timestamp of its own; it was committed before its rollback, whose timestamp stands in
+    // for its age. Its files are not known, so none are deleted on its account (they are
+    // unreferenced leftovers once it is gone).
+    const RolledBackRange* replaced = nullptr;
+    if (!loaded.ok() && loaded.status().IsCorruption()) {
+      if (!rolled_back) rolled_back = RolledBackRanges(store, prefix, versions);
+      replaced = FindRolledBack(*rolled_back, version);
+    }
+    if (!loaded.ok() && replaced == nullptr) {
       return loaded.status().WithContext(fmt::format(
           "cleanup: cannot read version {}, so cannot tell which files it uses", version));
     }
-    const pb::Manifest& manifest = (*loaded)->manifest;
+    int64_t timestamp = 0;
+    if (replaced != nullptr) {
+      Result<SnapshotPtr> rollback = LoadVersion(store, prefix, replaced->rollback);
+      if (!rollback.ok()) {
+        return rollback.status().WithContext(
+            fmt::format("cleanup: cannot read version {}, which rolled back version {}",
+                        replaced->rollback, version));
+      }
+      timestamp = (*rollback)->manifest.timestamp_micros();
+    } else {
+      timestamp = (*loaded)->manifest.timestamp_micros();
+    }
     if (!keeping) {
       const bool in_newest = versions.size() - i <= keep_at_least;
-      const bool recent = manifest.timestamp_micros() >= cutoff;
+      const bool recent = timestamp >= cutoff;
       const bool in_use = latest && version >= latest->version();
       keeping = in_newest || recent || in_use;
     }
     if (keeping) {
       ++kept_versions;
-      CollectFiles(manifest, &kept_files);
+      if (replaced == nullptr) CollectFiles((*loaded)->manifest, &kept_files);
     } else {
       removed.push_back(version);
-      CollectFiles(manifest, &removed_files);
+      if (replaced == nullptr) CollectFiles((*loaded)->manifest, &removed_files);
     }
   }
   if (kept_versions == 0) {

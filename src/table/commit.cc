@@ -107,6 +107,20 @@ Result<Buffer> GetManifestObject(ObjectStore& store, const std::string& prefix, 
   return bytes;
 }
 
+// A rollback (RollBackCorruptVersions) repeats an older version's content: a change computed
+// on a version it rolled back would silently reapply only part of that version's state, so it
+// is not rebased but refused like a cleanup conflict.
+Status CheckNotRolledBack(const pb::Transaction& txn, const Snapshot& read,
+                          const std::string& operation) {
+  if (txn.operation() != kRollbackOperation || read.version() <= txn.read_version()) {
+    return Status::OK();
+  }
+  return Status::Busy(fmt::format(
+      "commit conflict on {}: version {} rolled the table back to version {}, dropping the "
+      "version this change read ({}); refresh the table and retry",
+      operation, txn.version(), txn.read_version(), read.version()));
+}
+
 }  // namespace
 
 Result<SnapshotPtr> LoadVersion(ObjectStore& store, const std::string& prefix, uint64_t version) {
@@ -141,13 +155,19 @@ Result<std::vector<uint64_t>> ListVersionNumbers(ObjectStore& store, const std::
   return io::ListVersions(store, ChainLayout(prefix));
 }
 
-Result<uint64_t> FindLatestVersion(ObjectStore& store, const std::string& prefix, uint64_t known) {
-  STRATA_ASSIGN_OR_RETURN(uint64_t latest,
-                          io::FindLatestVersion(store, ChainLayout(prefix), known));
-  if (latest == 0) {
+Result<uint64_t> FindLatestVersion(ObjectStore& store, const std::string& prefix, uint64_t known,
+                                   uint64_t* hint) {
+  STRATA_ASSIGN_OR_RETURN(io::LatestVersion latest,
+                          io::FindLatestVersionAndHint(store, ChainLayout(prefix), known));
+  if (hint != nullptr) *hint = latest.hint;
+  if (latest.version == 0) {
     return Status::NotFound(fmt::format("no table at {}", TableLocation(store, prefix)));
   }
-  return latest;
+  return latest.version;
+}
+
+uint64_t ReadLatestHint(ObjectStore& store, const std::string& prefix) {
+  return io::ReadVersionHint(store, prefix + std::string(kLatestHintKey));
 }
 
 Status WriteLatestHint(ObjectStore& store, const std::string& prefix, uint64_t version) {
@@ -221,6 +241,7 @@ Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& pre
           WriteLatestHint(store, prefix, version).IgnoreError();  // advisory, as above
           return CommitOutcome{std::move(ours), attempt + 1};
         }
+        STRATA_RETURN_IF_ERROR(CheckNotRolledBack(*txn, *read, request.operation));
         intervening.push_back(std::move(*txn));
       }
       Result<SnapshotPtr> loaded = LoadVersion(store, prefix, latest);
@@ -229,6 +250,8 @@ Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& pre
         WriteLatestHint(store, prefix, version).IgnoreError();  // advisory, as above
         return CommitOutcome{std::move(*loaded), attempt + 1};
       }
+      STRATA_RETURN_IF_ERROR(
+          CheckNotRolledBack((*loaded)->manifest.transaction(), *read, request.operation));
       intervening.push_back((*loaded)->manifest.transaction());
       base = std::move(*loaded);
       known = latest;
@@ -253,6 +276,56 @@ Result<SnapshotPtr> CommitCreate(ObjectStore& store, const std::string& prefix,
   if (!put.ok() && !ManifestIsOurs(store, key, uuid)) return put;
   WriteLatestHint(store, prefix, 1).IgnoreError();  // advisory, as in Commit
   return built;
+}
+
+Result<SnapshotPtr> CommitRollback(ObjectStore& store, const std::string& prefix, uint64_t newest,
+                                   const Snapshot& intact, const std::string& detail,
+                                   Clock* clock_in, RandomSource* random_in) {
+  Clock& clock = ClockOr(clock_in);
+  RandomSource& random = RandomOr(random_in);
+  if (intact.version() >= newest) {
+    return Status::InvalidArgument(fmt::format(
+        "rollback: version {} is not older than the newest version {}", intact.version(), newest));
+  }
+  pb::Manifest manifest = intact.manifest;
+  manifest.clear_transaction();
+  const uint64_t version = newest + 1;
+  const std::string uuid = UuidV7(clock, random).ToString();
+  StampManifest(&manifest, version, intact.version(), std::string(kRollbackOperation), detail, uuid,
+                clock);
+  STRATA_ASSIGN_OR_RETURN(SnapshotPtr built,
+                          CheckBuilt(std::move(manifest), std::string(kRollbackOperation)));
+  const std::string key = prefix + ManifestKey(version);
+  Status put = store.PutIfAbsent(key, EncodeManifest(built->manifest));
+  if (put.IsAlreadyExists()) {
+    return Status::Busy(fmt::format(
+        "rollback: a concurrent commit created version {} first; nothing was rolled back, run "
+        "the repair again",
+        version));
+  }
+  if (!put.ok() && !ManifestIsOurs(store, key, uuid)) return put;
+  WriteLatestHint(store, prefix, version).IgnoreError();  // advisory, as in Commit
+  return built;
+}
+
+std::vector<RolledBackRange> RolledBackRanges(ObjectStore& store, const std::string& prefix,
+                                              const std::vector<uint64_t>& versions) {
+  std::vector<RolledBackRange> ranges;
+  for (uint64_t version : versions) {
+    Result<pb::Transaction> txn = LoadTransaction(store, prefix, version);
+    if (!txn.ok() || txn->operation() != kRollbackOperation) continue;
+    if (txn->read_version() + 1 >= version) continue;  // nothing rolled back (or damaged)
+    ranges.push_back({txn->read_version() + 1, version - 1, version});
+  }
+  return ranges;
+}
+
+const RolledBackRange* FindRolledBack(const std::vector<RolledBackRange>& ranges,
+                                      uint64_t version) {
+  for (const RolledBackRange& range : ranges) {
+    if (version >= range.first && version <= range.last) return &range;
+  }
+  return nullptr;
 }
 
 std::optional<std::string> FindConflict(const std::vector<pb::Transaction>& intervening,

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "strata/object_store.h"
@@ -36,11 +37,16 @@ Result<pb::Transaction> LoadTransaction(ObjectStore& store, const std::string& p
 // The newest version: starts from max(`known`, the hint), probes upward one version at a
 // time (a bounded number of probes), and lists "_versions/" only when the hint is missing
 // or too far behind. NotFound when the table has no versions.
+// `hint` (optional) receives the latest-version hint's version (0 when missing or unreadable):
+// a hint above the result means the newest manifests are missing.
 Result<uint64_t> FindLatestVersion(ObjectStore& store, const std::string& prefix,
-                                   uint64_t known = 0);
+                                   uint64_t known = 0, uint64_t* hint = nullptr);
 
 // Every version present, ascending (lists "_versions/").
 Result<std::vector<uint64_t>> ListVersionNumbers(ObjectStore& store, const std::string& prefix);
+
+// The hint's version: 0 when the hint is missing or not a number.
+uint64_t ReadLatestHint(ObjectStore& store, const std::string& prefix);
 
 // Best effort: records `version` in the hint object (errors are ignored by callers).
 Status WriteLatestHint(ObjectStore& store, const std::string& prefix, uint64_t version);
@@ -83,6 +89,33 @@ Result<CommitOutcome> CommitWithRetry(ObjectStore& store, const std::string& pre
 Result<SnapshotPtr> CommitCreate(ObjectStore& store, const std::string& prefix,
                                  pb::Manifest manifest, Clock* clock = nullptr,
                                  RandomSource* random = nullptr);
+
+// The operation of a version committed by RollBackCorruptVersions. Its transaction's
+// read_version is the intact version whose content it repeats; the versions between the two
+// (read_version + 1 .. version - 1) are rolled back: their manifests failed their checks, and
+// readers that walk the history skip them (format/table.md §11.1).
+inline constexpr std::string_view kRollbackOperation = "rollback";
+
+// Commits version `newest` + 1 with the content of `intact` (schema, fragments, indexes,
+// metadata, next ids), operation "rollback", read_version = intact's version. Busy when a
+// concurrent commit took version `newest` + 1 first (nothing committed).
+Result<SnapshotPtr> CommitRollback(ObjectStore& store, const std::string& prefix, uint64_t newest,
+                                   const Snapshot& intact, const std::string& detail,
+                                   Clock* clock = nullptr, RandomSource* random = nullptr);
+
+// Versions first..last were rolled back by version `rollback` (its transaction's read_version
+// is first - 1).
+struct RolledBackRange {
+  uint64_t first = 0;
+  uint64_t last = 0;
+  uint64_t rollback = 0;
+};
+// The ranges the "rollback" versions among `versions` roll back, from each version's
+// transaction (versions whose transaction cannot be read are skipped).
+std::vector<RolledBackRange> RolledBackRanges(ObjectStore& store, const std::string& prefix,
+                                              const std::vector<uint64_t>& versions);
+// The range that holds `version`, or null.
+const RolledBackRange* FindRolledBack(const std::vector<RolledBackRange>& ranges, uint64_t version);
 
 // Conflict helpers for builders: the first intervening transaction (and the fragment) that
 // removed or changed one of `fragments`, described for an error message, or nullopt.

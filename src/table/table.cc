@@ -441,13 +441,26 @@ Result<std::shared_ptr<Table>> Table::Create(std::shared_ptr<ObjectStore> store,
 Result<std::shared_ptr<Table>> Table::Open(std::shared_ptr<ObjectStore> store, std::string prefix,
                                            TableOptions options) {
   STRATA_RETURN_IF_ERROR(CheckPrefix(prefix));
-  STRATA_ASSIGN_OR_RETURN(uint64_t latest, internal::FindLatestVersion(*store, prefix));
+  uint64_t hint = 0;
+  STRATA_ASSIGN_OR_RETURN(uint64_t latest, internal::FindLatestVersion(*store, prefix, 0, &hint));
   STRATA_ASSIGN_OR_RETURN(SnapshotPtr snapshot, internal::LoadVersion(*store, prefix, latest));
   auto impl = std::make_unique<Impl>();
+  if (std::optional<std::string> warning = internal::HintAheadWarning(hint, latest)) {
+    impl->warnings.push_back(std::move(*warning));
+  }
   impl->context =
       std::make_shared<internal::TableContext>(std::move(store), std::move(prefix), options);
   impl->Advance(std::move(snapshot));
   return std::shared_ptr<Table>(new Table(std::move(impl)));
+}
+
+Result<RollbackReport> Table::RollBackCorruptVersions(std::shared_ptr<ObjectStore> store,
+                                                      std::string prefix,
+                                                      const RollbackOptions& options,
+                                                      TableOptions table_options) {
+  STRATA_RETURN_IF_ERROR(CheckPrefix(prefix));
+  if (!store) return Status::InvalidArgument("rollback: no object store");
+  return internal::RollBackTable(*store, prefix, options, table_options);
 }
 
 Result<bool> Table::Exists(ObjectStore& store, std::string_view prefix) {
@@ -462,6 +475,7 @@ uint64_t Table::version() const { return impl_->current()->version(); }
 SchemaPtr Table::schema() const { return impl_->current()->schema; }
 std::optional<int> Table::primary_key_column() const { return impl_->current()->key_column; }
 bool Table::read_only() const { return impl_->read_only; }
+std::vector<std::string> Table::warnings() const { return impl_->warnings; }
 
 KeyValueMetadata Table::metadata() const {
   SnapshotPtr snapshot = impl_->current();
@@ -533,10 +547,16 @@ Result<std::vector<VersionInfo>> Table::ListVersions() const {
   STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> versions,
                           internal::ListVersionNumbers(store, prefix));
   std::vector<VersionInfo> infos;
+  std::optional<std::vector<internal::RolledBackRange>> rolled_back;  // read when needed
   for (uint64_t version : versions) {
     Result<SnapshotPtr> snapshot = internal::LoadVersion(store, prefix, version);
     if (!snapshot.ok()) {
       if (snapshot.status().IsNotFound()) continue;  // cleaned up after the listing
+      if (snapshot.status().IsCorruption()) {
+        // A corrupt version a later rollback replaced is no longer part of the history.
+        if (!rolled_back) rolled_back = internal::RolledBackRanges(store, prefix, versions);
+        if (internal::FindRolledBack(*rolled_back, version) != nullptr) continue;
+      }
       return snapshot.status();
     }
     infos.push_back(DescribeVersion(**snapshot));

@@ -183,6 +183,11 @@ Result<VerifyReport> VerifyTable(TableContext& context, const SnapshotPtr& snaps
                                  const VerifyOptions& options);
 Result<RepairReport> RepairTable(TableContext& context, const SnapshotPtr& read,
                                  SnapshotPtr* committed);
+Result<RollbackReport> RollBackTable(ObjectStore& store, const std::string& prefix,
+                                     const RollbackOptions& options, const TableOptions& table);
+// The warning Open gives when the latest-version hint names `hint` but the newest manifest
+// found is `latest`; nullopt when the hint is not ahead.
+std::optional<std::string> HintAheadWarning(uint64_t hint, uint64_t latest);
 
 }  // namespace strata::table::internal
 
@@ -191,6 +196,9 @@ namespace strata::table {
 struct Table::Impl {
   std::shared_ptr<internal::TableContext> context;
   bool read_only = false;
+
+  // Set once by Open, before the handle is shared.
+  std::vector<std::string> warnings;
 
   mutable Mutex mu;
   internal::SnapshotPtr snapshot STRATA_GUARDED_BY(mu);

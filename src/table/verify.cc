@@ -1,9 +1,13 @@
 // VerifyTable re-reads a version's manifest and every file it references and reports what
 // is missing or corrupt; RepairTable commits a version without the fragments whose files
-// are gone, so the rest of the table stays readable.
+// are gone, so the rest of the table stays readable; RollBackTable commits the content of the
+// newest intact version on top of corrupt newest manifests, so the table opens again.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -40,7 +44,10 @@ class Verifier {
 
   // Checks manifest `version`; `in_memory` (the handle's decoded copy, may be null) stands
   // in for a stored manifest that fails its checks, so its files are still verified.
-  void CheckVersion(uint64_t version, const Snapshot* in_memory) {
+  // A version a later rollback replaced (`rolled_back(version)`, asked only about a corrupt
+  // manifest) may be corrupt: that is what the rollback recorded, not a new problem.
+  void CheckVersion(uint64_t version, const Snapshot* in_memory,
+                    const std::function<bool(uint64_t)>& rolled_back = {}) {
     const std::string key = ManifestKey(version);
     Result<Buffer> bytes = store_.Get(prefix_ + key);
     if (!bytes.ok()) {
@@ -64,11 +71,18 @@ class Verifier {
       status = decoded.status();
     }
     if (!status.ok()) {
+      if (status.IsCorruption() && rolled_back && rolled_back(version)) return;
       Problem(version, key, status);
       if (in_memory != nullptr) CheckFiles(version, in_memory->manifest);
       return;
     }
     CheckFiles(version, *manifest);
+  }
+
+  // A manifest that should exist and does not: `detail` says why it should.
+  void MissingManifest(uint64_t version, const std::string& detail) {
+    report_->problems.push_back(fmt::format("version {}: {}: missing from storage ({})", version,
+                                            ManifestKey(version), detail));
   }
 
  private:
@@ -117,19 +131,76 @@ class Verifier {
 
 }  // namespace
 
+std::optional<std::string> HintAheadWarning(uint64_t hint, uint64_t latest) {
+  if (hint <= latest) return std::nullopt;
+  return fmt::format(
+      "the latest-version hint names version {} but the newest manifest is version {}: {} "
+      "missing from storage; reading version {}",
+      hint, latest,
+      hint == latest + 1 ? fmt::format("version {} is", hint)
+                         : fmt::format("versions {}..{} are", latest + 1, hint),
+      latest);
+}
+
 Result<VerifyReport> VerifyTable(TableContext& context, const SnapshotPtr& snapshot,
                                  const VerifyOptions& options) {
   if (!snapshot) return Status::InvalidArgument("verify: no version to check");
-  std::vector<uint64_t> versions;
-  if (options.all_versions) {
-    STRATA_ASSIGN_OR_RETURN(versions, ListVersionNumbers(*context.store, context.prefix));
-  } else {
-    versions.push_back(snapshot->version());
-  }
+  ObjectStore& store = *context.store;
+  const std::string& prefix = context.prefix;
   VerifyReport report;
   Verifier verifier(context, &report);
-  for (uint64_t version : versions) {
-    verifier.CheckVersion(version, version == snapshot->version() ? snapshot.get() : nullptr);
+
+  // The chain itself: the newest manifests missing (the hint names a later version than any
+  // listed) or, with all_versions, a gap between the oldest and the newest version (cleanup
+  // only removes the oldest versions, so a missing version in between was lost).
+  // The hint is read before the listing: it is written after its version's manifest, so a
+  // commit racing this check cannot make the hint name a version the listing missed.
+  const uint64_t hint = ReadLatestHint(store, prefix);
+  STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> listed, ListVersionNumbers(store, prefix));
+  const uint64_t newest = listed.empty() ? 0 : listed.back();
+  if (hint > newest) {
+    verifier.MissingManifest(
+        hint, hint == newest + 1
+                  ? fmt::format("the latest-version hint names it; the newest manifest is "
+                                "version {}",
+                                newest)
+                  : fmt::format("the latest-version hint names it; versions {}..{} are missing "
+                                "and the newest manifest is version {}",
+                                newest + 1, hint, newest));
+  }
+  if (!options.all_versions) {
+    verifier.CheckVersion(snapshot->version(), snapshot.get());
+    return report;
+  }
+  // Which versions rollbacks replaced: read (one transaction per version) only when a
+  // corrupt manifest or a gap needs it.
+  std::optional<std::vector<RolledBackRange>> rolled_back;
+  auto find_rolled_back = [&](uint64_t version) {
+    if (!rolled_back) rolled_back = RolledBackRanges(store, prefix, listed);
+    return FindRolledBack(*rolled_back, version);
+  };
+  auto is_rolled_back = [&](uint64_t version) { return find_rolled_back(version) != nullptr; };
+  for (size_t i = 0; i < listed.size(); ++i) {
+    const uint64_t version = listed[i];
+    if (i > 0 && version > listed[i - 1] + 1) {
+      const uint64_t first = listed[i - 1] + 1;
+      // Versions a rollback replaced may have been lost with the rest of their manifest.
+      const RolledBackRange* range = find_rolled_back(first);
+      const bool covered = range != nullptr && range->last >= version - 1;
+      // A listing racing a cleanup can miss versions cleanup deleted after the listing read
+      // an older one; while the version below the gap still exists, cleanup cannot have
+      // removed those above it (it deletes oldest first).
+      Result<bool> below_exists = store.Exists(prefix + ManifestKey(listed[i - 1]));
+      if (!covered && below_exists.ok() && *below_exists) {
+        verifier.MissingManifest(
+            first, first == version - 1
+                       ? fmt::format("versions {} and {} exist", first - 1, version)
+                       : fmt::format("versions {}..{} are missing; versions {} and {} exist", first,
+                                     version - 1, first - 1, version));
+      }
+    }
+    verifier.CheckVersion(version, version == snapshot->version() ? snapshot.get() : nullptr,
+                          is_rolled_back);
   }
   return report;
 }
@@ -199,6 +270,50 @@ Result<RepairReport> RepairTable(TableContext& context, const SnapshotPtr& read,
   }
   report.committed_version = outcome.snapshot->version();
   if (committed != nullptr) *committed = outcome.snapshot;
+  return report;
+}
+
+Result<RollbackReport> RollBackTable(ObjectStore& store, const std::string& prefix,
+                                     const RollbackOptions& options, const TableOptions& table) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> versions, ListVersionNumbers(store, prefix));
+  if (versions.empty()) {
+    return Status::NotFound(fmt::format("no table at {}/{}", store.Describe(), prefix));
+  }
+  RollbackReport report;
+  report.newest_version = versions.back();
+  // Newest first, down to the first manifest that passes every check. Only Corruption
+  // counts: an I/O error or a newer format says nothing about the manifest's content.
+  SnapshotPtr intact;
+  for (auto it = versions.rbegin(); it != versions.rend() && !intact; ++it) {
+    Result<SnapshotPtr> loaded = LoadVersion(store, prefix, *it);
+    if (loaded.ok()) {
+      intact = std::move(*loaded);
+    } else if (loaded.status().IsCorruption()) {
+      report.corrupt.push_back({*it, std::string(loaded.status().message())});
+    } else if (!loaded.status().IsNotFound()) {  // NotFound: removed since the listing
+      return loaded.status().WithContext(fmt::format("rollback: reading version {}", *it));
+    }
+  }
+  std::reverse(report.corrupt.begin(), report.corrupt.end());
+  if (!intact) {
+    return Status::Corruption(fmt::format(
+        "rollback: no intact version of the table at {}/{}: all {} versions are corrupt",
+        store.Describe(), prefix, versions.size()));
+  }
+  report.intact_version = intact->version();
+  if (report.corrupt.empty() || !options.apply) return report;
+
+  const std::string detail =
+      fmt::format("rolled back to version {}: {} corrupt ({})", intact->version(),
+                  report.corrupt.size() == 1
+                      ? fmt::format("version {} is", report.corrupt[0].version)
+                      : fmt::format("versions {}..{} are", report.corrupt.front().version,
+                                    report.corrupt.back().version),
+                  report.corrupt.back().problem);
+  STRATA_ASSIGN_OR_RETURN(SnapshotPtr committed,
+                          CommitRollback(store, prefix, report.newest_version, *intact, detail,
+                                         table.clock, table.random));
+  report.committed_version = committed->version();
   return report;
 }
 

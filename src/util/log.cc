@@ -1,9 +1,11 @@
 // strata's log lines through spdlog (see log.h).
 #include "util/log.h"
 
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 namespace strata {
@@ -23,23 +25,27 @@ spdlog::level::level_enum ToSpd(LogLevel level) {
   return spdlog::level::info;
 }
 
-// Applies STRATA_LOG_LEVEL once, before the first line.
-bool InitFromEnvironment() {
-  const char* env = std::getenv("STRATA_LOG_LEVEL");
-  if (env != nullptr) {
-    spdlog::set_level(spdlog::level::from_str(env));
-  }
-  return true;
+// strata's own logger, writing to stderr: spdlog's default logger writes to stdout, where
+// a warning would end up inside a command's output (rows, JSON). Not registered with
+// spdlog, so it never clashes with an embedding program's loggers. STRATA_LOG_LEVEL
+// applies once, before the first line.
+spdlog::logger& Logger() {
+  static const std::shared_ptr<spdlog::logger> logger = [] {
+    auto made = std::make_shared<spdlog::logger>("strata",
+                                                 std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    made->set_level(spdlog::level::info);
+    if (const char* env = std::getenv("STRATA_LOG_LEVEL"); env != nullptr) {
+      made->set_level(spdlog::level::from_str(env));
+    }
+    return made;
+  }();
+  return *logger;
 }
 
 }  // namespace
 
-void Log(LogLevel level, std::string_view message) {
-  static const bool initialized = InitFromEnvironment();
-  (void)initialized;
-  spdlog::log(ToSpd(level), "{}", message);
-}
+void Log(LogLevel level, std::string_view message) { Logger().log(ToSpd(level), "{}", message); }
 
-void SetLogLevel(LogLevel level) { spdlog::set_level(ToSpd(level)); }
+void SetLogLevel(LogLevel level) { Logger().set_level(ToSpd(level)); }
 
 }  // namespace strata

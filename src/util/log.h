@@ -1,6 +1,7 @@
 // Diagnostics for conditions an operator should see but that are not errors of the call
 // at hand (a read close to the pending-generation cap, a seal that failed while a handle
-// was being destroyed). Lines go to stderr through spdlog's default logger.
+// was being destroyed). Lines go to stderr (never stdout, which holds a command's output)
+// through a spdlog logger of strata's own.
 #pragma once
 
 #include <fmt/format.h>
