@@ -271,6 +271,16 @@ rmdir "$blocker"
 out=$("$strata" rollout merge "$d")
 [[ $out == "merged 1 generations (0 rows) of shard 'default' -> version 2" ]] \
   || fail "the next merge did not drain: $out"
+# A merge whose report cannot be written is committed all the same: exit 3, not 1.
+o=$work/full-merge
+"$strata" rollout add "$o" "$input" --flush > /dev/null
+set +e
+"$strata" rollout merge "$o" > /dev/full 2> "$work/err"
+status=$?
+set -e
+[[ $status -eq 3 ]] || fail "merge > /dev/full exited $status: $(cat "$work/err")"
+grep -q "version 2 committed" "$work/err" || fail "merge > /dev/full: $(cat "$work/err")"
+[[ $(rows_of "$o" --source fragments) -eq $total ]] || fail "merge > /dev/full merged nothing"
 
 expect_exit 2 "$strata" rollout
 expect_exit 2 "$strata" rollout list

@@ -525,7 +525,12 @@ Status RunMerge(const MergeOptions& opt, bool* committed) {
     out += fmt::format("{} generations still pending in the store's shards{}\n", *pending,
                        opt.all ? "" : " (--all merges this shard until it has none)");
   }
-  return WriteStdout(out);
+  Status written = WriteStdout(out);
+  if (written.ok()) written = FlushStdout();
+  if (written.ok() || version == 0) return written;
+  // The merge is committed although its report could not be written.
+  *committed = true;
+  return written.WithContext(fmt::format("{}: {}", opt.dir, done()));
 }
 
 int FinishMerge(const MergeOptions& opt) {
