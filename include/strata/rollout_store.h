@@ -37,6 +37,9 @@
 
 namespace strata::store {
 
+// The store kind a rollout store records in its base table (StorageBaseOptions::store_kind).
+inline constexpr std::string_view kRolloutStoreKind = "rollout";
+
 // Role values the reference uses (not enforced).
 inline constexpr std::string_view kRoleAssistant = "assistant";
 inline constexpr std::string_view kRoleTool = "tool";

@@ -76,6 +76,13 @@ class MergeBudget;  // src/lsm/merge.h
 
 namespace strata::store {
 
+// Schema metadata key of a store's base table: the kind of store that created it.
+inline constexpr std::string_view kStoreKindMetadata = "strata:store:kind";
+// The kind a StorageBase records when its options name none.
+inline constexpr std::string_view kGenericStoreKind = "generic";
+// The kind OwningStoreKind reports for a store created before kinds were recorded.
+inline constexpr std::string_view kUnrecordedStoreKind = "lsm";
+
 // Which part of the LSM tree a read covers.
 enum class ListSource {
   kAll,        // base table + pending generations (+ own memtable with read_own_writes)
@@ -90,6 +97,10 @@ struct StorageBaseOptions {
   std::string key_column;
   // Stable writer identity; "" = "default".
   std::string shard_id;
+  // The kind of typed store ("rollout", ...), recorded in the base schema's metadata
+  // (kStoreKindMetadata) when the store is created, so that table-level tools know that a
+  // store owns the table (OwningStoreKind). Ignored when the store exists.
+  std::string store_kind = std::string(kGenericStoreKind);
   // Additive evolution: columns of latest_schema missing from the base table are added
   // (all null) at open and before merges. Null = off.
   SchemaPtr latest_schema;
@@ -155,10 +166,19 @@ struct ScanRequest {
 
 enum class FlushOutcome { kSealed, kNoop, kFenced };
 
+// What a merge did. A merge fails (an error Result) only when it changed nothing. Once its
+// base commit is made the merge returns OK with base_version set, and a failure of a step
+// after that commit — the drain of the shard manifest, fenced by a new writer of the shard
+// or failed by an I/O error — is in follow_up: the merged rows are committed and read
+// exactly once (readers skip generations the base's watermark covers), and the shard's next
+// merge (or its next writer's merge) drains those generations without committing again.
 struct MergeReport {
-  int generations_reclaimed = 0;
+  int generations_reclaimed = 0;  // drained from the shard manifest
   int64_t rows_merged = 0;
   uint64_t base_version = 0;  // 0 when no base commit was made
+  Status follow_up;           // OK, or why a step after the base commit failed
+  // Whether the merge did everything it set out to do.
+  bool complete() const { return follow_up.ok(); }
 };
 
 struct StoreObservation {
@@ -216,6 +236,8 @@ class StorageBase {
 
   // --- Merge, compaction -------------------------------------------------------------
   // Count trigger: merge the own shard when merge_after_generations (> 0) are pending.
+  // A merge reads only the own shard's manifest and the base table: another shard's damage
+  // does not fail it. See MergeReport for a merge that committed and then failed a step.
   Result<MergeReport> MaybeMerge();
   // Time trigger: seal first, then merge whatever is pending in the own shard (one pass).
   Result<MergeReport> Cleanup();
@@ -260,6 +282,40 @@ class StorageBase {
 // cannot be opened, a failing listing) are returned.
 Result<table::VerifyReport> VerifyStore(std::shared_ptr<ObjectStore> store, std::string prefix,
                                         const table::VerifyOptions& options = {});
+
+// --- Ownership of the base table ----------------------------------------------------------
+// A store's base table is an ordinary table (table.h), so table-level tools can open it. The
+// store keeps invariants the table does not know about (one live base row per key, rows
+// pending in its shards, a schema its kind understands, files written before they are
+// committed), so a change made to the base table directly must follow the store's rules.
+
+// Which store owns the table at `prefix` of `store`, whose latest schema is `base_schema`:
+// the kind recorded at create (kStoreKindMetadata), kUnrecordedStoreKind for a store made
+// before kinds were recorded (it has objects under "<prefix>_lsm/"), nullopt for a table
+// that no store owns. Errors: the listing's.
+Result<std::optional<std::string>> OwningStoreKind(ObjectStore& store, std::string_view prefix,
+                                                   const Schema& base_schema);
+
+// A change made directly to a base table, bypassing its store.
+enum class BaseTableChange {
+  kAppend,                   // append rows
+  kAddColumns,               // add columns
+  kDeleteRows,               // delete rows by key or predicate
+  kCompact,                  // compact fragments as StorageBase::Compact does
+  kCompactKeepingDeletions,  // compact without rewriting rows deleted from fragments
+  kRepair,                   // drop fragments whose files are missing (StorageBase::Repair)
+  kRemoveOldVersions,        // remove old versions and the files only they use
+  kDeleteUnreferencedFiles,  // delete data files that no version references
+};
+
+// OK when a store of kind `store_kind` stays consistent after `change` is made to its base
+// table directly; otherwise InvalidArgument whose message is the reason alone (the caller
+// names the store and the command to use instead). Compaction, repair and cleanup (old
+// versions; unreferenced files, which as for any table is safe only while nothing writes)
+// are what the store does itself or could do, and are allowed; appends, added columns,
+// deleted rows and a compaction that keeps deleted rows are refused. The rules are the same
+// for every kind today; a kind with other rules decides here.
+Status CheckBaseTableChange(std::string_view store_kind, BaseTableChange change);
 
 // The text every refused read's message starts with (servers map it to 503).
 inline constexpr std::string_view kPendingGenerationsExceeded = "too many pending generations";

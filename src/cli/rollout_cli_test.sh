@@ -231,6 +231,57 @@ expect_exit 1 "$strata" rollout stats "$work/junk"
 expect_exit 1 "$strata" rollout add "$work/tbl" "$input"
 grep -q "not a rollout store" "$work/err" || fail "foreign table: $(cat "$work/err")"
 [[ $("$strata" table versions "$work/tbl" | wc -l) -eq 1 ]] || fail "add changed a foreign table"
+# A merge of one shard does not fail because another shard's manifest is damaged: it exits
+# 0, and the count of the other shards' pending generations is reported as unknown.
+m=$work/two-shards
+"$strata" rollout add "$m" "$input" --shard a --flush > /dev/null
+before_b=$(ls "$m/_lsm")
+head -2 "$input" | sed 's/"id": *"/"id":"b-/' | "$strata" rollout add "$m" --shard b --flush \
+  > /dev/null
+b_dir=$(comm -13 <(echo "$before_b") <(ls "$m/_lsm"))
+[[ -n $b_dir ]] || fail "no directory of shard b"
+for manifest in "$m/_lsm/$b_dir/manifest/"*.shard; do
+  printf 'XXXX' | dd of="$manifest" bs=1 seek=20 conv=notrunc 2> /dev/null
+done
+expect_exit 0 "$strata" rollout merge "$m" --shard a
+grep -q "^merged 1 generations ($total rows) of shard 'a' -> version 2" "$work/out" \
+  || fail "merge beside a damaged shard: $(cat "$work/out")"
+grep -q "could not count the pending generations of the other shards: Corruption" "$work/err" \
+  || fail "damage of the other shard not reported: $(cat "$work/err")"
+
+# A merge that commits and then fails to drain the shard manifest exits 3 and says what it
+# committed; the rows are read once, and the next merge drains. The drain is made to fail by
+# a directory where its manifest version goes: a flush (as the merge's own writer opening)
+# writes some versions, the merge writes as many before its base commit, then the drain.
+d=$work/drain
+"$strata" rollout add "$d" "$input" --flush > /dev/null
+d_shard=$(ls "$d/_lsm" | grep -v '^shards$')
+versions() { ls "$d/_lsm/$d_shard/manifest/" | grep -c '\.shard$'; }
+v0=$(versions)
+"$strata" rollout flush "$d" > /dev/null
+v1=$(versions)
+blocker=$d/_lsm/$d_shard/manifest/$(printf '%020d' $((v1 + (v1 - v0) + 1))).shard
+mkdir "$blocker"
+expect_exit 3 "$strata" rollout merge "$d"
+grep -q "merged $total rows of shard 'default' -> version 2 committed; draining" "$work/err" \
+  || fail "merge with a failed drain: $(cat "$work/err")"
+[[ $(rows_of "$d" --source fragments) -eq $total ]] || fail "the committed merge is not visible"
+[[ $(rows_of "$d") -eq $total ]] || fail "rows of an undrained merge read twice or lost"
+rmdir "$blocker"
+out=$("$strata" rollout merge "$d")
+[[ $out == "merged 1 generations (0 rows) of shard 'default' -> version 2" ]] \
+  || fail "the next merge did not drain: $out"
+# A merge whose report cannot be written is committed all the same: exit 3, not 1.
+o=$work/full-merge
+"$strata" rollout add "$o" "$input" --flush > /dev/null
+set +e
+"$strata" rollout merge "$o" > /dev/full 2> "$work/err"
+status=$?
+set -e
+[[ $status -eq 3 ]] || fail "merge > /dev/full exited $status: $(cat "$work/err")"
+grep -q "version 2 committed" "$work/err" || fail "merge > /dev/full: $(cat "$work/err")"
+[[ $(rows_of "$o" --source fragments) -eq $total ]] || fail "merge > /dev/full merged nothing"
+
 expect_exit 2 "$strata" rollout
 expect_exit 2 "$strata" rollout list
 expect_exit 2 "$strata" rollout get "$s"

@@ -431,7 +431,12 @@ struct MergeOptions {
   bool all = false;
 };
 
-Status RunMerge(const MergeOptions& opt) {
+// Exit status of a merge that committed a base version and then failed (a later step of
+// that pass, or a later pass with --all): distinct from 1, which means nothing changed.
+constexpr int kExitMergeCommittedThenFailed = 3;
+
+// Merges; `committed` says whether a base version was committed before an error.
+Status RunMerge(const MergeOptions& opt, bool* committed) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, opt.shard));
   const std::string shard = ShardName(opt.shard);
   // Merging needs the shard's writer (only the owner merges); opening it also publishes rows
@@ -442,19 +447,36 @@ Status RunMerge(const MergeOptions& opt) {
   int64_t rows = 0;
   uint64_t version = 0;
   int passes = 0;
+  // What the passes so far committed, for a report that must say so.
+  auto done = [&] {
+    return fmt::format("merged {} rows of shard '{}'{} -> version {} committed", rows, shard,
+                       passes > 1 ? fmt::format(" in {} passes", passes) : std::string(), version);
+  };
   while (true) {
     // One pass folds at most merge_max_generations (8) generations in one base commit.
     Result<store::MergeReport> report = rollouts->Cleanup();
-    if (!report.ok()) return report.status().WithContext(opt.dir);
-    if (report->generations_reclaimed == 0) break;
-    ++passes;
+    if (!report.ok()) {
+      if (version == 0) return report.status().WithContext(opt.dir);
+      *committed = true;
+      return report.status().WithContext(
+          fmt::format("{}: {}; the next merge pass failed", opt.dir, done()));
+    }
+    if (report->base_version != 0) {
+      ++passes;
+      version = report->base_version;
+      rows += report->rows_merged;
+    }
     generations += report->generations_reclaimed;
-    rows += report->rows_merged;
-    if (report->base_version != 0) version = report->base_version;
+    if (!report->complete()) {
+      *committed = version != 0;
+      return report->follow_up.WithContext(fmt::format(
+          "{}: {}; draining the merged generations from the shard manifest failed (the rows "
+          "are read once; the next merge or writer of shard '{}' drains them)",
+          opt.dir, done(), shard));
+    }
+    if (report->generations_reclaimed == 0) break;
     if (!opt.all) break;
   }
-  Result<int64_t> pending = rollouts->PendingGenerations();
-  if (!pending.ok()) return pending.status().WithContext(opt.dir);
   std::string out =
       generations == 0
           ? fmt::format("nothing to merge in shard '{}'; version {} unchanged\n", shard,
@@ -463,12 +485,33 @@ Status RunMerge(const MergeOptions& opt) {
                         generations, rows, shard,
                         passes > 1 ? fmt::format(" in {} passes", passes) : std::string(),
                         version != 0 ? version : rollouts->version());
-  if (*pending > 0) {
-    // PendingGenerations counts every shard; other shards are merged with --shard.
+  // PendingGenerations counts every shard: the damage of another shard is reported, and
+  // does not fail this shard's merge.
+  Result<int64_t> pending = rollouts->PendingGenerations();
+  if (!pending.ok()) {
+    std::fprintf(stderr,
+                 "strata: warning: %s: could not count the pending generations of "
+                 "the other shards: %s\n",
+                 opt.dir.c_str(), pending.status().ToString().c_str());
+  } else if (*pending > 0) {
+    // Other shards are merged with --shard.
     out += fmt::format("{} generations still pending in the store's shards{}\n", *pending,
                        opt.all ? "" : " (--all merges this shard until it has none)");
   }
-  return WriteStdout(out);
+  Status written = WriteStdout(out);
+  if (written.ok()) written = FlushStdout();
+  if (written.ok() || version == 0) return written;
+  // The merge is committed although its report could not be written.
+  *committed = true;
+  return written.WithContext(fmt::format("{}: {}", opt.dir, done()));
+}
+
+int FinishMerge(const MergeOptions& opt) {
+  bool committed = false;
+  Status status = RunMerge(opt, &committed);
+  if (status.ok()) return 0;
+  ReportError(status);
+  return committed ? kExitMergeCommittedThenFailed : 1;
 }
 
 struct CompactOptions {
@@ -645,7 +688,7 @@ void AddRolloutCommands(CLI::App& app, int* exit_code) {
   merge_cmd->add_flag("--all", merge->all,
                       "Repeat until the shard has nothing pending (one pass merges at most 8 "
                       "generations)");
-  merge_cmd->callback([merge, exit_code] { *exit_code = Finish(RunMerge(*merge)); });
+  merge_cmd->callback([merge, exit_code] { *exit_code = FinishMerge(*merge); });
 
   auto compact = std::make_shared<CompactOptions>();
   CLI::App* compact_cmd =

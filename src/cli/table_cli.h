@@ -13,6 +13,7 @@
 #include "strata/expr.h"
 #include "strata/record_batch.h"
 #include "strata/status.h"
+#include "strata/storage_base.h"
 #include "strata/table.h"
 
 namespace strata::cli {
@@ -21,6 +22,12 @@ namespace strata::cli {
 // on `version` when it is not 0. NotFound when `dir` is not a directory or holds no table;
 // a missing directory is not created.
 Result<std::shared_ptr<table::Table>> OpenTable(const std::string& dir, uint64_t version = 0);
+
+// OK when no typed store owns the table `t` in `dir`, or the store's rules allow `change`
+// (storage_base.h); otherwise the store's refusal, naming `dir`, the store kind and the
+// command to use instead (table_ownership.cc).
+Status CheckTableChangeAllowed(const std::string& dir, const table::Table& t,
+                               store::BaseTableChange change);
 
 // A command-line key for the primary-key column `column`: an integer for integer columns,
 // integer microseconds or RFC 3339 text for timestamps, the text itself otherwise.

@@ -259,6 +259,31 @@ printf '{"k":1,"v":"a"}\n{"k":-2,"v":"b"}\n' | "$strata" table append "$work/int
 expect_exit 1 "$strata" table get "$work/ints" abc
 grep -q "key 'abc' is not an integer" "$work/err" || fail "non-integer key: $(cat "$work/err")"
 
+# The base table of a rollout store: table commands that would break the store refuse it,
+# name the store and say what to use instead, and change nothing; the store's own
+# maintenance (compact, cleanup) and reads still work.
+rs=$work/rs
+"$strata" rollout add "$rs" "$examples/rollout-records.jsonl" --flush > /dev/null
+"$strata" rollout merge "$rs" > /dev/null
+rs_versions=$("$strata" table versions "$rs" | wc -l)
+expect_exit 1 "$strata" table add-columns "$rs" --column 'x: int32'
+grep -q "'$rs' is a rollout store, not a plain table: .*\`strata rollout\` commands" "$work/err" \
+  || fail "add-columns on a rollout store: $(cat "$work/err")"
+printf '{"id":"rs-new","rollout_id":"x","problem_id":"p"}\n' > "$work/rs-row.jsonl"
+expect_exit 1 "$strata" table append "$rs" "$work/rs-row.jsonl"
+grep -q "use \`strata rollout add\`" "$work/err" || fail "append on a rollout store: $(cat "$work/err")"
+expect_exit 1 "$strata" table delete "$rs" --filter true
+grep -q "is a rollout store" "$work/err" || fail "delete on a rollout store: $(cat "$work/err")"
+expect_exit 1 "$strata" table compact "$rs" --no-materialize-deletions
+grep -q "use \`strata rollout compact\`" "$work/err" \
+  || fail "compact --no-materialize-deletions on a rollout store: $(cat "$work/err")"
+[[ $("$strata" table versions "$rs" | wc -l) -eq $rs_versions ]] || fail "a refused command committed"
+"$strata" table compact "$rs" > /dev/null
+"$strata" table cleanup "$rs" > /dev/null
+"$strata" table count "$rs" > /dev/null
+printf '{"id":"rs-new","rollout_id":"x","problem_id":"p"}\n' | "$strata" rollout add "$rs" --flush \
+  > /dev/null || fail "the rollout store no longer accepts rows"
+
 # Input that cannot work is refused at the door: types nested deeper than the IPC reader
 # accepts and structs with two fields of one name fail at create, naming the column; a create
 # that fails leaves no directory behind (and an empty one empty).

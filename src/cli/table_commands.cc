@@ -343,6 +343,7 @@ Status ReadArrowInput(const std::string& path, std::vector<RecordBatch>* out, in
 
 Status RunAppend(const AppendOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> t, OpenTable(opt.dir));
+  STRATA_RETURN_IF_ERROR(CheckTableChangeAllowed(opt.dir, *t, store::BaseTableChange::kAppend));
   // Every input is read (and checked against the schema) before anything is written, so the
   // whole append is one commit and bad input anywhere leaves the table unchanged.
   std::vector<RecordBatch> batches;
@@ -453,6 +454,7 @@ struct DeleteOptions {
 
 Status RunDelete(const DeleteOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> t, OpenTable(opt.dir));
+  STRATA_RETURN_IF_ERROR(CheckTableChangeAllowed(opt.dir, *t, store::BaseTableChange::kDeleteRows));
   std::vector<expr::Scalar> keys;
   if (!opt.keys.empty()) {
     STRATA_ASSIGN_OR_RETURN(keys, ParseKeys(*t, opt.keys));
@@ -508,6 +510,7 @@ Status RunAddColumns(const AddColumnsOptions& opt) {
     fields.push_back(std::move(f));
   }
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> t, OpenTable(opt.dir));
+  STRATA_RETURN_IF_ERROR(CheckTableChangeAllowed(opt.dir, *t, store::BaseTableChange::kAddColumns));
   Result<uint64_t> version = t->AddColumns(fields);
   if (!version.ok()) return version.status().WithContext(opt.dir);
   return WriteStdout(

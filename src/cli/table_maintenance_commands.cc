@@ -28,6 +28,10 @@ struct CompactOptions {
 
 Status RunCompact(const CompactOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> t, OpenTable(opt.dir));
+  STRATA_RETURN_IF_ERROR(CheckTableChangeAllowed(
+      opt.dir, *t,
+      opt.no_materialize_deletions ? store::BaseTableChange::kCompactKeepingDeletions
+                                   : store::BaseTableChange::kCompact));
   RowProgress progress("compacting");
   table::CompactionOptions options{.target_rows_per_fragment = opt.target_rows,
                                    .materialize_deletions = !opt.no_materialize_deletions,
@@ -302,6 +306,10 @@ struct CleanupCommandOptions {
 Status RunCleanup(const CleanupCommandOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(int64_t older_than, ParseDuration(opt.older_than));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> t, OpenTable(opt.dir));
+  STRATA_RETURN_IF_ERROR(CheckTableChangeAllowed(
+      opt.dir, *t,
+      opt.delete_unreferenced ? store::BaseTableChange::kDeleteUnreferencedFiles
+                              : store::BaseTableChange::kRemoveOldVersions));
   Result<table::CleanupResult> result =
       t->CleanupOldVersions({.older_than_micros = older_than,
                              .keep_at_least = opt.keep,

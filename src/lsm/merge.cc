@@ -344,32 +344,38 @@ Result<MergeCommitResult> CommitMerge(
     }
   }
 
-  // Count again right before the drain: a concurrent merge may have drained meanwhile.
-  STRATA_ASSIGN_OR_RETURN(manifest, manifests.ReadLatest());
-  listed.clear();
-  for (const pb::Generation& entry : manifest.generations()) listed.insert(entry.generation());
-  still_pending = 0;
-  for (const pb::Generation& entry : prepared.generations) {
-    if (listed.count(entry.generation()) > 0) ++still_pending;
+  // From here on a failure leaves this call's base commit in place: report it beside the
+  // commit instead of as a failed merge.
+  Status drained = [&]() -> Status {
+    // Count again right before the drain: a concurrent merge may have drained meanwhile.
+    STRATA_ASSIGN_OR_RETURN(manifest, manifests.ReadLatest());
+    listed.clear();
+    for (const pb::Generation& entry : manifest.generations()) listed.insert(entry.generation());
+    still_pending = 0;
+    for (const pb::Generation& entry : prepared.generations) {
+      if (listed.count(entry.generation()) > 0) ++still_pending;
+    }
+    if (still_pending == 0) return Status::OK();
+    std::vector<uint64_t> numbers;
+    numbers.reserve(prepared.generations.size());
+    for (const pb::Generation& entry : prepared.generations) numbers.push_back(entry.generation());
+    Result<pb::ShardManifest> written = manifests.Drain(prepared.epoch, numbers);
+    if (written.status().IsFenced()) {
+      return Status::Fenced(fmt::format("merge writer epoch changed before drain (shard {}): {}",
+                                        shard.ToString(), written.status().message()));
+    }
+    return written.status();
+  }();
+  if (!drained.ok()) {
+    if (result.base_version == 0) return drained;
+    result.drain_status = std::move(drained);
+    return result;
   }
   if (still_pending == 0) return result;
 
-  std::vector<uint64_t> numbers;
   std::vector<std::string> paths;
-  numbers.reserve(prepared.generations.size());
   paths.reserve(prepared.generations.size());
-  for (const pb::Generation& entry : prepared.generations) {
-    numbers.push_back(entry.generation());
-    paths.push_back(entry.path());
-  }
-  Result<pb::ShardManifest> drained = manifests.Drain(prepared.epoch, numbers);
-  if (!drained.ok()) {
-    if (drained.status().IsFenced()) {
-      return Status::Fenced(fmt::format("merge writer epoch changed before drain (shard {}): {}",
-                                        shard.ToString(), drained.status().message()));
-    }
-    return drained.status();
-  }
+  for (const pb::Generation& entry : prepared.generations) paths.push_back(entry.path());
   result.generations_reclaimed = still_pending;
   if (delete_files) delete_files(shard, std::move(paths));
   return result;

@@ -121,6 +121,10 @@ struct MergeCommitResult {
   uint64_t base_version = 0;      // the base commit made (0 when none was needed)
   int64_t rows_merged = 0;
   int64_t keys_deleted = 0;
+  // OK, or why the drain after this call's base commit failed (base_version != 0): the
+  // merged rows are committed and read once (readers skip generations at or below the
+  // watermark), and the shard's next merge drains the generations.
+  Status drain_status;
 };
 
 // Commits a prepared merge: skipped (0 reclaimed) when none of its generations is still
@@ -128,6 +132,9 @@ struct MergeCommitResult {
 // the same generations makes it Aborted -> re-read: already merged -> no base commit,
 // just drain); drain; then `delete_files` is called with the merged generations' paths
 // (the caller deletes them in the background and Forgets them in its GenerationCache).
+// An error is returned only when this call committed nothing; once its base commit is made,
+// a failure of the drain (Fenced by a new writer of the shard, an I/O error) is returned
+// in drain_status of an OK result, with base_version set.
 Result<MergeCommitResult> CommitMerge(
     const std::shared_ptr<table::Table>& base, ShardManifestStore& manifests,
     PreparedMerge prepared,

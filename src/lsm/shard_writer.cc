@@ -288,6 +288,41 @@ struct ShardWriter::Impl {
     return RecordBatch::Make(schema, batch.num_rows(), batch.columns());
   }
 
+  // A WAL batch of rows in the store schema. Rows written before the base table gained
+  // nullable columns lack them (schema evolution is additive): they are aligned, the new
+  // columns null, so acknowledged rows stay recoverable. Any other difference is Corruption.
+  Result<RecordBatch> ReplayedRows(const RecordBatch& batch, const std::string& where) const {
+    if (batch.schema()->Equals(*schema, false)) return WithStoreSchema(batch);
+    const Schema& written = *batch.schema();
+    for (const FieldPtr& f : written.fields()) {
+      int index = schema->GetFieldIndex(f->name());
+      if (index < 0) {
+        return Status::Corruption(where + ": rows do not have the store schema (column '" +
+                                  f->name() + "' is not in the store schema)");
+      }
+      if (!schema->field(index)->type()->Equals(*f->type())) {
+        return Status::Corruption(where + ": rows do not have the store schema (column '" +
+                                  f->name() + "' has type " + f->type()->ToString() +
+                                  ", the store's is " + schema->field(index)->type()->ToString() +
+                                  ")");
+      }
+    }
+    for (const FieldPtr& f : schema->fields()) {
+      if (written.GetFieldIndex(f->name()) < 0 && !f->nullable()) {
+        return Status::Corruption(where +
+                                  ": rows do not have the store schema (they lack "
+                                  "the non-nullable column '" +
+                                  f->name() + "')");
+      }
+    }
+    Result<RecordBatch> aligned = AlignBatchToSchema(batch, schema);
+    if (!aligned.ok()) {
+      return Status::Corruption(where + ": rows do not have the store schema (" +
+                                aligned.status().message() + ")");
+    }
+    return WithStoreSchema(*aligned);
+  }
+
   Status CheckKeys(const Array& keys) const {
     if (!keys.type()->Equals(*schema->field(key_column)->type())) {
       return Status::InvalidArgument("key column '" + key_name + "' has type " +
@@ -484,10 +519,7 @@ struct ShardWriter::Impl {
           STRATA_ASSIGN_OR_RETURN(RecordBatch rows, TombstoneBatch(batch.column(0)));
           STRATA_RETURN_IF_ERROR(replayed->Append(std::move(rows), true, record.end));
         } else {
-          if (!batch.schema()->Equals(*schema, false)) {
-            return Status::Corruption(where + ": rows do not have the store schema");
-          }
-          STRATA_ASSIGN_OR_RETURN(RecordBatch rows, WithStoreSchema(batch));
+          STRATA_ASSIGN_OR_RETURN(RecordBatch rows, ReplayedRows(batch, where));
           STRATA_RETURN_IF_ERROR(replayed->Append(std::move(rows), false, record.end));
         }
       }

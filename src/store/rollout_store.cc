@@ -164,6 +164,7 @@ Result<std::unique_ptr<RolloutStore>> RolloutStore::Open(std::shared_ptr<ObjectS
   StorageBaseOptions base_options = std::move(options.base);
   base_options.schema = RolloutSchema();
   base_options.key_column = "id";
+  base_options.store_kind = std::string(kRolloutStoreKind);
   base_options.seal_on_put = false;
   if (base_options.latest_schema == nullptr) base_options.latest_schema = RolloutSchema();
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StorageBase> base,

@@ -221,6 +221,17 @@ TEST_F(RolloutStoreTest, FlushIsANoopWithoutWrites) {
   EXPECT_EQ(Manifest().generations_size(), 1) << "a flush of an empty memtable seals nothing";
 }
 
+TEST_F(RolloutStoreTest, ANewStoreRecordsThatARolloutStoreOwnsItsBaseTable) {
+  ASSERT_OK_AND_ASSIGN(auto rollouts, OpenRollout());
+  // Before any row is written there is nothing under _lsm/: only the kind says who owns it.
+  ASSERT_OK_AND_ASSIGN(auto table, table::Table::Open(store_, prefix_));
+  ASSERT_OK_AND_ASSIGN(std::optional<std::string> kind,
+                       OwningStoreKind(*store_, prefix_, *table->schema()));
+  EXPECT_EQ(kind, std::optional<std::string>(kRolloutStoreKind));
+  EXPECT_EQ(CheckBaseTableChange(*kind, BaseTableChange::kAddColumns).code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_F(RolloutStoreTest, CleanupSealsBeforeMerging) {
   ASSERT_OK_AND_ASSIGN(auto rollouts, OpenRollout());
   ASSERT_OK(rollouts->Add({AssistantRecord("a")}).status());

@@ -271,12 +271,15 @@ struct StorageBase::Impl {
   Result<MergeReport> RunMerge(int min_generations, bool seal_first);
 
   // Sweeps this shard's merged generation directories that a merger which died left
-  // behind (best effort).
+  // behind (best effort). Reads only this shard's watermark, so another shard's damaged
+  // entry in the base metadata does not stop it.
   void SweepMergedGenerations() {
-    Result<lsm::Watermarks> watermarks = lsm::ReadWatermarks(base->metadata());
+    const KeyValueMetadata metadata = base->metadata();
+    std::optional<std::string_view> value = metadata.Get(lsm::MergedWatermarkKey(shard));
+    Result<uint64_t> watermark = lsm::ParseWatermark(value.value_or(std::string_view()));
     Result<lsm::pb::ShardManifest> manifest = manifests.ReadLatest();
-    if (!watermarks.ok() || !manifest.ok()) return;
-    deleter->Sweep(shard, lsm::WatermarkOf(*watermarks, shard), *manifest);
+    if (!watermark.ok() || !manifest.ok()) return;
+    deleter->Sweep(shard, *watermark, *manifest);
   }
 };
 
@@ -324,8 +327,13 @@ Result<std::unique_ptr<StorageBase>> StorageBase::Open(std::shared_ptr<ObjectSto
     KeyValueMetadata key_metadata = fields[key]->metadata();
     key_metadata.Set(std::string(table::kPrimaryKeyMetadata), "true");
     fields[key] = fields[key]->WithMetadata(std::move(key_metadata));
+    // The kind of store, so table-level tools know that a store owns the base table.
+    KeyValueMetadata schema_metadata = options.schema->metadata();
+    schema_metadata.Set(std::string(kStoreKindMetadata), options.store_kind.empty()
+                                                             ? std::string(kGenericStoreKind)
+                                                             : options.store_kind);
     auto created = table::Table::Create(
-        store, prefix, std::make_shared<Schema>(std::move(fields), options.schema->metadata()),
+        store, prefix, std::make_shared<Schema>(std::move(fields), std::move(schema_metadata)),
         options.table_options);
     if (created.ok()) {
       base = std::move(*created);
@@ -579,6 +587,9 @@ Result<MergeReport> StorageBase::Impl::RunMerge(int min_generations, bool seal_f
     report.generations_reclaimed = committed->generations_reclaimed;
     report.rows_merged = committed->rows_merged;
     report.base_version = committed->base_version;
+    report.follow_up = std::move(committed->drain_status);
+    // The caller reports it (MergeReport::follow_up); the metric counts it.
+    if (!report.follow_up.ok()) Increment(metrics.merge_errors["commit"]);
     return report;
   }
   return last;
@@ -644,5 +655,51 @@ SchemaPtr StorageBase::schema() const { return impl_->Schema(); }
 const std::string& StorageBase::key_column() const { return impl_->options.key_column; }
 
 std::string StorageBase::shard_id() const { return impl_->shard.ToString(); }
+
+Result<std::optional<std::string>> OwningStoreKind(ObjectStore& store, std::string_view prefix,
+                                                   const Schema& base_schema) {
+  if (std::optional<std::string_view> kind = base_schema.metadata().Get(kStoreKindMetadata);
+      kind.has_value() && !kind->empty()) {
+    return std::optional<std::string>(std::string(*kind));
+  }
+  // A store created before kinds were recorded: its shards live beside the table.
+  Result<std::vector<ObjectMeta>> lsm_objects =
+      store.List(std::string(prefix) + std::string(lsm::kLsmDir));
+  if (!lsm_objects.ok()) {
+    if (lsm_objects.status().IsNotFound()) return std::optional<std::string>();
+    return lsm_objects.status();
+  }
+  if (lsm_objects->empty()) return std::optional<std::string>();
+  return std::optional<std::string>(std::string(kUnrecordedStoreKind));
+}
+
+Status CheckBaseTableChange(std::string_view /*store_kind*/, BaseTableChange change) {
+  // The caller names the store (and its kind): the message is the reason alone.
+  auto refuse = [](std::string_view why) { return Status::InvalidArgument(std::string(why)); };
+  switch (change) {
+    case BaseTableChange::kCompact:
+    case BaseTableChange::kRepair:
+    case BaseTableChange::kRemoveOldVersions:
+    case BaseTableChange::kDeleteUnreferencedFiles:
+      return Status::OK();
+    case BaseTableChange::kAppend:
+      return refuse(
+          "rows are added through the store (appended rows would bypass its shards and may "
+          "repeat a key it keeps unique)");
+    case BaseTableChange::kAddColumns:
+      return refuse(
+          "its schema belongs to the store (a column its kind does not know makes it refuse "
+          "new rows; the store adds the columns of its newer schemas itself)");
+    case BaseTableChange::kDeleteRows:
+      return refuse(
+          "rows are deleted through the store (a table delete misses rows still pending in "
+          "its shards)");
+    case BaseTableChange::kCompactKeepingDeletions:
+      return refuse(
+          "its compaction rewrites the rows that its merges replaced, so that their deletion "
+          "files do not pile up with every merge");
+  }
+  return Status::Internal("unknown base table change");
+}
 
 }  // namespace strata::store

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "store/store_test_util.h"
 #include "strata/builder.h"
+#include "support/forwarding_object_store.h"
 #include "util/clock.h"
 
 namespace strata::store {
@@ -393,6 +395,181 @@ TEST_F(StorageBaseTest, AVanishedGenerationFailsTheReadInsteadOfReturningPartial
   auto scanned = fresh->Scan({});
   ASSERT_FALSE(scanned.ok()) << "a read returned " << scanned->size() << " batches";
   EXPECT_EQ(scanned.status().code(), StatusCode::kNotFound);
+}
+
+// Fails every write of shard manifest objects once a put of the base table's versions has
+// succeeded after Arm(): a merge's base commit goes through, its drain does not.
+class FailDrainAfterBaseCommit final : public strata::testing::ForwardingObjectStore {
+ public:
+  FailDrainAfterBaseCommit(std::shared_ptr<ObjectStore> base, std::string prefix)
+      : ForwardingObjectStore(std::move(base)), prefix_(std::move(prefix)) {}
+  void Arm() { armed_ = true; }
+  void Disarm() { armed_ = tripped_ = false; }
+  Status Put(std::string_view key, std::string_view data) override {
+    STRATA_RETURN_IF_ERROR(Check(key));
+    return Note(key, ForwardingObjectStore::Put(key, data));
+  }
+  Status PutIfAbsent(std::string_view key, std::string_view data) override {
+    STRATA_RETURN_IF_ERROR(Check(key));
+    return Note(key, ForwardingObjectStore::PutIfAbsent(key, data));
+  }
+  // The WAL appends to the local store's files.
+  Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key) override {
+    return base_store()->CreateAppendable(key);
+  }
+
+ private:
+  Status Check(std::string_view key) const {
+    if (tripped_ && key.starts_with(prefix_ + "_lsm/") &&
+        key.find("/manifest/") != std::string_view::npos) {
+      return Status::IOError(fmt::format("injected: writing '{}' failed", key));
+    }
+    return Status::OK();
+  }
+  Status Note(std::string_view key, Status status) {
+    if (armed_ && status.ok() && key.starts_with(prefix_ + "_versions/")) tripped_ = true;
+    return status;
+  }
+  std::string prefix_;
+  std::atomic<bool> armed_{false};
+  std::atomic<bool> tripped_{false};
+};
+
+TEST_F(StorageBaseTest, MergeThatCommittedThenFailedItsDrainReportsTheCommittedVersion) {
+  auto faulty = std::make_shared<FailDrainAfterBaseCommit>(store_, prefix_);
+  StorageBaseOptions options;
+  options.schema = ItemSchema();
+  options.key_column = "id";
+  options.shard_id = "items";
+  ASSERT_OK_AND_ASSIGN(auto base, StorageBase::Open(faulty, prefix_, options));
+  ASSERT_OK(base->Put({Items({{"a", "x", 1}, {"b", "y", 2}})}));
+  ASSERT_OK(base->Flush().status());
+  const uint64_t before = base->version();
+
+  faulty->Arm();
+  Result<MergeReport> merged = base->Cleanup();
+  ASSERT_TRUE(merged.ok()) << "a merge whose base commit was made must not report a failure "
+                              "that hides the commit: "
+                           << merged.status();
+  EXPECT_GT(merged->base_version, before);
+  EXPECT_EQ(merged->rows_merged, 2);
+  EXPECT_EQ(merged->generations_reclaimed, 0);
+  EXPECT_FALSE(merged->complete());
+  EXPECT_EQ(merged->follow_up.code(), StatusCode::kIOError) << merged->follow_up;
+  EXPECT_EQ(Manifest("items").generations_size(), 1) << "the drain failed: still listed";
+
+  // The rows are read once (the watermark hides the undrained generation) ...
+  ASSERT_OK_AND_ASSIGN(auto reader, OpenBase({.shard_id = "reader"}));
+  ASSERT_OK_AND_ASSIGN(auto rows, reader->Scan({}));
+  EXPECT_EQ(Keys(Rows(rows)), (std::vector<std::string>{"a", "b"}));
+  // ... and the next merge drains without committing again.
+  faulty->Disarm();
+  ASSERT_OK_AND_ASSIGN(MergeReport next, base->Cleanup());
+  EXPECT_TRUE(next.complete()) << next.follow_up;
+  EXPECT_EQ(next.base_version, 0u);
+  EXPECT_EQ(next.generations_reclaimed, 1);
+  EXPECT_EQ(Manifest("items").generations_size(), 0);
+}
+
+TEST_F(StorageBaseTest, MergeOfOneShardSucceedsWhenAnotherShardsManifestIsDamaged) {
+  ASSERT_OK_AND_ASSIGN(auto other, OpenBase({.shard_id = "other"}));
+  ASSERT_OK(other->Put({Items({{"o", "x", 1}})}));
+  ASSERT_OK(other->Flush().status());
+  ASSERT_OK(other->Close());
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
+  ASSERT_OK(base->Put({Items({{"a", "x", 1}})}));
+  ASSERT_OK(base->Flush().status());
+  // Flip bytes in every manifest version of the other shard.
+  std::filesystem::path dir =
+      dir_.path() / lsm::ShardManifestDir(prefix_, lsm::DeriveShardId("other"));
+  int damaged = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".shard") continue;
+    std::fstream f(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(20);
+    f.write("XXXX", 4);
+    ++damaged;
+  }
+  ASSERT_GT(damaged, 0);
+  ASSERT_OK_AND_ASSIGN(MergeReport merged, base->Cleanup());
+  EXPECT_TRUE(merged.complete()) << merged.follow_up;
+  EXPECT_EQ(merged.generations_reclaimed, 1);
+  EXPECT_GT(merged.base_version, 0u);
+}
+
+TEST_F(StorageBaseTest, MergeSweepsItsLeftoversWhenAnotherShardsWatermarkIsDamaged) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
+  ASSERT_OK(base->Put({Items({{"a", "x", 1}})}));
+  ASSERT_OK(base->Flush().status());
+  // A merger that died left a directory of generation 1 behind, and another shard's
+  // watermark in the base metadata is damaged.
+  std::filesystem::path leftover =
+      dir_.path() /
+      (lsm::ShardDir(prefix_, lsm::DeriveShardId("items")) + "gen/00000000000000000001-deadbeef");
+  std::filesystem::create_directories(leftover);
+  std::ofstream(leftover / "data").put('x');
+  ASSERT_OK_AND_ASSIGN(auto table, table::Table::Open(store_, prefix_));
+  KeyValueMetadata damaged;
+  damaged.Set(lsm::MergedWatermarkKey(lsm::DeriveShardId("other")), "not a number");
+  ASSERT_OK(table->UpdateMetadata(damaged).status());
+
+  ASSERT_OK_AND_ASSIGN(MergeReport merged, base->Cleanup());
+  EXPECT_TRUE(merged.complete()) << merged.follow_up;
+  EXPECT_EQ(merged.generations_reclaimed, 1);
+  EXPECT_FALSE(std::filesystem::exists(leftover))
+      << "the merge's sweep of its own shard must not depend on other shards' watermarks";
+}
+
+TEST_F(StorageBaseTest, WalRowsReplayAfterTheBaseTableGainedANullableColumn) {
+  {
+    StorageBaseOptions options;
+    options.seal_on_close = false;
+    ASSERT_OK_AND_ASSIGN(auto writer, OpenBase(options));
+    ASSERT_OK(writer->Put({Items({{"w", "x", 1}})}));
+    ASSERT_OK(writer->Close());
+  }
+  // The acknowledged row is only in the WAL when the base table gains a column.
+  ASSERT_OK_AND_ASSIGN(auto table, table::Table::Open(store_, prefix_));
+  ASSERT_OK(table->AddColumns({field("extra", utf8(), true)}).status());
+
+  ASSERT_OK_AND_ASSIGN(auto next, OpenBase());
+  ASSERT_OK(next->OpenWriter());  // replays the WAL in the old schema
+  ASSERT_OK_AND_ASSIGN(auto rows, next->Scan({}));
+  EXPECT_EQ(Keys(Rows(rows)), std::vector<std::string>{"w"});
+  ASSERT_OK_AND_ASSIGN(MergeReport merged, next->Cleanup());
+  EXPECT_EQ(merged.rows_merged, 1);
+  ASSERT_OK_AND_ASSIGN(RecordBatch got,
+                       next->GetMany({expr::Scalar::String("w")}, {"id", "extra"}));
+  ASSERT_EQ(got.num_rows(), 1);
+  EXPECT_FALSE(got.column(1).IsValid(0));
+}
+
+TEST_F(StorageBaseTest, OwningStoreKindNamesTheStoreThatCreatedTheTable) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase({.store_kind = "items"}));
+  ASSERT_OK_AND_ASSIGN(auto table, table::Table::Open(store_, prefix_));
+  ASSERT_OK_AND_ASSIGN(std::optional<std::string> kind,
+                       OwningStoreKind(*store_, prefix_, *table->schema()));
+  EXPECT_EQ(kind, std::optional<std::string>("items"));
+
+  // A plain table is owned by no store, until objects of a store appear beside it (a store
+  // made before kinds were recorded).
+  ASSERT_OK_AND_ASSIGN(auto plain, table::Table::Create(store_, "plain/", ItemSchema()));
+  ASSERT_OK_AND_ASSIGN(kind, OwningStoreKind(*store_, "plain/", *plain->schema()));
+  EXPECT_EQ(kind, std::nullopt);
+  ASSERT_OK(store_->Put("plain/_lsm/shards/x", ""));
+  ASSERT_OK_AND_ASSIGN(kind, OwningStoreKind(*store_, "plain/", *plain->schema()));
+  EXPECT_EQ(kind, std::optional<std::string>(kUnrecordedStoreKind));
+
+  EXPECT_TRUE(CheckBaseTableChange("items", BaseTableChange::kCompact).ok());
+  EXPECT_TRUE(CheckBaseTableChange("items", BaseTableChange::kRemoveOldVersions).ok());
+  EXPECT_TRUE(CheckBaseTableChange("items", BaseTableChange::kDeleteUnreferencedFiles).ok());
+  for (BaseTableChange change :
+       {BaseTableChange::kAppend, BaseTableChange::kAddColumns, BaseTableChange::kDeleteRows,
+        BaseTableChange::kCompactKeepingDeletions}) {
+    Status status = CheckBaseTableChange("items", change);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status;
+    EXPECT_FALSE(status.message().empty());
+  }
 }
 
 TEST_F(StorageBaseTest, ObserveFailsLikeReadsWhenTheNewestShardManifestIsDamaged) {
