@@ -345,6 +345,11 @@ Result<std::unique_ptr<StorageBase>> StorageBase::Open(std::shared_ptr<ObjectSto
   } else {
     STRATA_ASSIGN_OR_RETURN(base, table::Table::Open(store, prefix, options.table_options));
   }
+  // Damage the base table survives (a latest-version hint ahead of the manifests found) is
+  // told to the operator; `strata rollout verify` names it.
+  for (const std::string& warning : base->warnings()) {
+    LogWarning("store {}{}: {}", store->Describe(), prefix.empty() ? "" : "/" + prefix, warning);
+  }
   int key = base->schema()->GetFieldIndex(options.key_column);
   if (key < 0) {
     return Status::InvalidArgument(

@@ -3,6 +3,7 @@
 #include "strata/storage_base.h"
 
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -71,6 +72,22 @@ class StorageBaseTest : public testing::StoreFixture {
     return out;
   }
 };
+
+TEST_F(StorageBaseTest, OpenWarnsWhenTheBaseTablesNewestManifestIsMissing) {
+  {
+    ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
+    ASSERT_OK(base->Put({Items({{"a", "new", 1}})}));
+    ASSERT_OK_AND_ASSIGN(MergeReport merged, base->Cleanup());
+    ASSERT_EQ(merged.base_version, 2u);
+  }
+  ASSERT_OK(store_->Delete(prefix_ + "_versions/00000000000000000002.manifest"));
+  ::testing::internal::CaptureStderr();
+  Result<std::unique_ptr<StorageBase>> reopened = OpenBase();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_OK(reopened.status());
+  EXPECT_THAT(err, ::testing::HasSubstr("hint names version 2")) << err;
+  EXPECT_THAT(err, ::testing::HasSubstr(prefix_)) << err;
+}
 
 TEST_F(StorageBaseTest, NewerRowThatFailsTheFilterStillHidesOlderRows) {
   ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
