@@ -4,19 +4,7 @@
 set -euo pipefail
 strata=$1
 examples=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-# Runs the command, requires exit status $1; stdout goes to $work/out, stderr to $work/err.
-expect_exit() {
-  local want=$1
-  shift
-  set +e
-  "$@" > "$work/out" 2> "$work/err"
-  local got=$?
-  set -e
-  [[ $got -eq $want ]] || fail "exit $got, want $want: $* ($(cat "$work/err"))"
-}
+source "$(dirname "$0")/../../tests/support/cli_lib.sh"
 
 schema=$examples/rollouts.schema.json
 input=$examples/rollouts.jsonl
@@ -91,14 +79,8 @@ grep -q "schema field 's'.*struct has two fields named 'a'" "$work/err" \
 
 # Output that cannot be written fails the command, whichever it is.
 for args in "cat $base" "cat $base --format table" "inspect $base" "inspect $work/r-none-stream.arrow"; do
-  set +e
   # shellcheck disable=SC2086
-  "$strata" arrow $args > /dev/full 2> "$work/err"
-  status=$?
-  set -e
-  [[ $status -eq 1 ]] || fail "arrow $args > /dev/full exited $status"
-  grep -q "writing the output failed: No space left on device" "$work/err" \
-    || fail "arrow $args > /dev/full: $(cat "$work/err")"
+  expect_output_error "$strata" arrow $args
 done
 set +e
 "$strata" --help > /dev/full 2> "$work/err"

@@ -5,19 +5,7 @@
 set -euo pipefail
 strata=$1
 examples=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-# Runs the command, requires exit status $1; stdout goes to $work/out, stderr to $work/err.
-expect_exit() {
-  local want=$1
-  shift
-  set +e
-  "$@" > "$work/out" 2> "$work/err"
-  local got=$?
-  set -e
-  [[ $got -eq $want ]] || fail "exit $got, want $want: $* ($(cat "$work/err"))"
-}
+source "$(dirname "$0")/../../tests/support/cli_lib.sh"
 rows_of() { "$strata" rollout list "$@" --format jsonl --limit 1000 | wc -l; }
 
 input=$examples/rollout-records.jsonl
@@ -185,14 +173,8 @@ out=$("$strata" rollout stats "$s" --format jsonl)
 # Output that cannot be written fails the command; an add says its rows went in regardless.
 for args in "stats $s --format jsonl" "list $s --limit 3" "get $s r-001-0" \
   "trajectory $s r-001" "blob $s r-001-patch" "flush $s" "merge $s" "compact $s"; do
-  set +e
   # shellcheck disable=SC2086
-  "$strata" rollout $args > /dev/full 2> "$work/err"
-  status=$?
-  set -e
-  [[ $status -eq 1 ]] || fail "rollout $args > /dev/full exited $status"
-  grep -q "writing the output failed: No space left on device" "$work/err" \
-    || fail "rollout $args > /dev/full: $(cat "$work/err")"
+  expect_output_error "$strata" rollout $args
 done
 before=$(rows_of "$s")
 printf '{"id":"f-1","rollout_id":"f"}\n{"id":"f-2","rollout_id":"f"}\n' > "$work/f.jsonl"

@@ -4,19 +4,7 @@
 set -euo pipefail
 strata=$1
 examples=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-# Runs the command, requires exit status $1; stdout goes to $work/out, stderr to $work/err.
-expect_exit() {
-  local want=$1
-  shift
-  set +e
-  "$@" > "$work/out" 2> "$work/err"
-  local got=$?
-  set -e
-  [[ $got -eq $want ]] || fail "exit $got, want $want: $* ($(cat "$work/err"))"
-}
+source "$(dirname "$0")/../../tests/support/cli_lib.sh"
 latest() { "$strata" table versions "$1" | tail -1 | awk '{print $1}'; }
 
 schema=$examples/rollouts.schema.json
@@ -313,14 +301,8 @@ cp -r "$t" "$work/full"
 for args in "count $t" "versions $t" "checkout $t $(latest "$t")" "inspect $t" "verify $t" \
   "scan $t --limit 2" "get $t r0005-s2" "append $work/full $work/scored.jsonl" \
   "create $work/full-new --schema $schema"; do
-  set +e
   # shellcheck disable=SC2086
-  "$strata" table $args > /dev/full 2> "$work/err"
-  status=$?
-  set -e
-  [[ $status -eq 1 ]] || fail "table $args > /dev/full exited $status"
-  grep -q "writing the output failed: No space left on device" "$work/err" \
-    || fail "table $args > /dev/full: $(cat "$work/err")"
+  expect_output_error "$strata" table $args
 done
 [[ ! -e $work/full-new ]] || fail "create that failed to print kept its table"
 "$strata" table append "$work/full" "$work/scored.jsonl" > /dev/full 2> "$work/err" || true

@@ -472,20 +472,7 @@ TEST_P(ShardManifestTest, RetainedVersionsKeepTheNewestAndReadersStillFindTheLat
   EXPECT_EQ(claimed.current_generation(), 21u);
 }
 
-// Forwards to another store; runs `hook` once, just before the first PutIfAbsent of `key`.
-class HookedStore final : public strata::testing::ForwardingObjectStore {
- public:
-  HookedStore(std::shared_ptr<ObjectStore> base, std::string key, std::function<void()> hook)
-      : ForwardingObjectStore(std::move(base)), key_(std::move(key)), hook_(std::move(hook)) {}
-  Status PutIfAbsent(std::string_view key, std::string_view data) override {
-    if (key == key_ && hook_) std::exchange(hook_, nullptr)();
-    return ForwardingObjectStore::PutIfAbsent(key, data);
-  }
-
- private:
-  std::string key_;
-  std::function<void()> hook_;
-};
+using strata::testing::HookedStore;
 
 TEST_P(ShardManifestTest, WriteIntoASlotCleanupEmptiedIsALostRace) {
   ShardManifestStore setup = Manifests();

@@ -1,26 +1,7 @@
-# Shared by the hostile probes: sourced with $strata and $examples set. Makes $work (removed
-# on exit), fixtures of every directory kind, and fingerprints of directory trees.
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-# Runs the command, requires exit status $1; stdout goes to $work/out, stderr to $work/err.
-expect_exit() {
-  local want=$1
-  shift
-  set +e
-  "$@" > "$work/out" 2> "$work/err"
-  local got=$?
-  set -e
-  [[ $got -eq $want ]] || fail "exit $got, want $want: $* ($(head -c 2000 "$work/err"))"
-}
-# Runs the command, requires a nonzero exit status; output as expect_exit.
-expect_failure() {
-  set +e
-  "$@" > "$work/out" 2> "$work/err"
-  local got=$?
-  set -e
-  [[ $got -ne 0 ]] || fail "exit 0, want a failure: $*"
-}
+# Shared by the hostile probes: sourced with $strata and $examples set. The checks of
+# tests/support/cli_lib.sh ($work, fail, expect_exit, ...), fixtures of every directory
+# kind, and fingerprints of directory trees.
+source "$(dirname "${BASH_SOURCE[0]}")/../support/cli_lib.sh"
 # Every path, type, size and content hash below directory $1 (links shown with their
 # targets), or the type, size and hash of file $1; "missing" when nothing is there.
 fingerprint() {

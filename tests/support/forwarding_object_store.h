@@ -3,6 +3,7 @@
 // own implementations unless a wrapper overrides them.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -40,6 +41,22 @@ class ForwardingObjectStore : public ObjectStore {
 
  private:
   std::shared_ptr<ObjectStore> base_;
+};
+
+// Forwards to another store; runs `hook` once, just before the first PutIfAbsent of `key`
+// (to make a racing writer act at exactly that moment).
+class HookedStore final : public ForwardingObjectStore {
+ public:
+  HookedStore(std::shared_ptr<ObjectStore> base, std::string key, std::function<void()> hook)
+      : ForwardingObjectStore(std::move(base)), key_(std::move(key)), hook_(std::move(hook)) {}
+  Status PutIfAbsent(std::string_view key, std::string_view data) override {
+    if (key == key_ && hook_) std::exchange(hook_, nullptr)();
+    return ForwardingObjectStore::PutIfAbsent(key, data);
+  }
+
+ private:
+  std::string key_;
+  std::function<void()> hook_;
 };
 
 }  // namespace strata::testing
