@@ -162,15 +162,17 @@ struct WalWriter::Impl {
     const std::string key = SegmentKey(segment_number);
     Result<std::unique_ptr<AppendableObject>> created = store->CreateAppendable(key);
     if (!created.ok()) {
-      // Never reuse a name that may exist in part; but a name that is provably free is
+      // Never reuse a name that may exist in part; but a name not shown to be taken is
       // retried, so that the segment numbers of an epoch have no holes (a hole in them is
-      // evidence of a segment deleted from outside: CheckWalSegmentsComplete).
+      // evidence of a segment deleted from outside: CheckWalSegmentsComplete). Retrying is
+      // safe because creation is exclusive: if the failed attempt did take the name, the
+      // retry gets AlreadyExists and moves past it then.
       const bool failed_before = create_failed_for == segment_number;
       create_failed_for = segment_number;
       if (created.status().IsAlreadyExists()) {
         // Our own earlier failed attempt may have left it (in part): move past it.
         if (failed_before) ++segment_number;
-      } else if (Result<bool> exists = store->Exists(key); !exists.ok() || *exists) {
+      } else if (Result<bool> exists = store->Exists(key); exists.ok() && *exists) {
         ++segment_number;
       }
       return created.status().WithContext(fmt::format("start WAL segment '{}'", key));

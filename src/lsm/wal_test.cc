@@ -473,7 +473,8 @@ TEST(WalSegmentsTest, DeleteCoveredWalSegmentsDeletesExactlyTheCoveredOnes) {
 }
 
 // Fails the next `fail` CreateAppendable calls; `leave_object` creates the object first (a
-// creation that failed after the name was taken).
+// creation that failed after the name was taken). Fails the next `fail_heads` Head calls
+// (so Exists fails too).
 class FailingCreateStore final : public strata::testing::ForwardingObjectStore {
  public:
   using ForwardingObjectStore::ForwardingObjectStore;
@@ -485,8 +486,16 @@ class FailingCreateStore final : public strata::testing::ForwardingObjectStore {
     }
     return base().CreateAppendable(key);
   }
+  Result<ObjectMeta> Head(std::string_view key) override {
+    if (fail_heads > 0) {
+      --fail_heads;
+      return Status::IOError("injected head failure");
+    }
+    return base().Head(key);
+  }
   int fail = 0;
   bool leave_object = false;
+  int fail_heads = 0;
 };
 
 TEST(WalSegmentsTest, AFailedSegmentCreationLeavesNoHoleInTheSegmentNumbers) {
@@ -503,6 +512,33 @@ TEST(WalSegmentsTest, AFailedSegmentCreationLeavesNoHoleInTheSegmentNumbers) {
     EXPECT_TRUE(writer->Append(WalRecordKind::kRows, "lost").status().IsIOError());
     ASSERT_OK_AND_ASSIGN(pb::WalPosition next, writer->Append(WalRecordKind::kRows, "b"));
     // A provably free name is reused; one that may exist in part is skipped, and stays.
+    EXPECT_EQ(next.segment(), leave_object ? 2u : 1u);
+    ASSERT_OK(writer->Close());
+    ASSERT_OK_AND_ASSIGN(std::vector<WalSegment> segments, ListWalSegments(*store, kPrefix, shard));
+    ASSERT_OK(CheckWalSegmentsComplete(segments, kPrefix, shard, MakeWalPosition(1, 0, 0), 1));
+  }
+}
+
+// When the check whether a failed creation took the name fails too, the name is retried,
+// not skipped: skipping a free name would leave a hole that reads as lost records forever.
+TEST(WalSegmentsTest, AFailedCheckAfterAFailedCreationRetriesTheNameRatherThanSkipIt) {
+  for (bool leave_object : {false, true}) {
+    SCOPED_TRACE(leave_object ? "object left behind" : "nothing created");
+    auto store = std::make_shared<FailingCreateStore>(NewMemoryObjectStore());
+    const Uuid shard = DeriveShardId("create-unchecked");
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<WalWriter> writer,
+                         WalWriter::Open(store, std::string(kPrefix), shard, 1, 0, {}));
+    ASSERT_OK(writer->Append(WalRecordKind::kRows, "a").status());
+    ASSERT_OK(writer->RollSegment().status());
+    store->fail = 1;
+    store->fail_heads = 1;
+    store->leave_object = leave_object;
+    EXPECT_TRUE(writer->Append(WalRecordKind::kRows, "lost").status().IsIOError());
+    if (leave_object) {
+      // The retry finds the name taken (by our own failed attempt) and moves past it.
+      EXPECT_TRUE(writer->Append(WalRecordKind::kRows, "lost").status().IsAlreadyExists());
+    }
+    ASSERT_OK_AND_ASSIGN(pb::WalPosition next, writer->Append(WalRecordKind::kRows, "b"));
     EXPECT_EQ(next.segment(), leave_object ? 2u : 1u);
     ASSERT_OK(writer->Close());
     ASSERT_OK_AND_ASSIGN(std::vector<WalSegment> segments, ListWalSegments(*store, kPrefix, shard));
