@@ -501,6 +501,25 @@ struct ShardWriter::Impl {
     return done;
   }
 
+  // `damage` (a failed check or read of the WAL that replay must read), unless a newer
+  // writer claimed the shard meanwhile: its replay deletes the segments it covers, ours
+  // included, which looks like damage to a writer that lost the claim race. Then the
+  // writer's fenced status instead. OK stays OK.
+  Status FencedOr(const pb::ShardManifest& claimed, Status damage) {
+    if (damage.ok()) return damage;
+    Result<pb::ShardManifest> latest = manifests.ReadLatest();
+    if (!latest.ok()) return damage;
+    if (latest->writer_epoch() != epoch ||
+        CompareWalPositions(latest->replay_after(), claimed.replay_after()) != 0) {
+      MarkFenced();
+      return Status::Fenced("shard " + shard.ToString() + ": writer epoch " +
+                            std::to_string(epoch) + " fenced by epoch " +
+                            std::to_string(latest->writer_epoch()) + " (manifest version " +
+                            std::to_string(latest->version()) + ") while it replayed the WAL");
+    }
+    return damage;
+  }
+
   Status Replay(const pb::ShardManifest& claimed) {
     std::shared_ptr<MemTable> replayed = MemTable::Make(schema, key_column);
     auto apply = [&](const WalRecord& record) -> Status {
@@ -530,19 +549,23 @@ struct ShardWriter::Impl {
     // were written to them (lsm.md §5.4), rather than publish a replay that lost them.
     STRATA_ASSIGN_OR_RETURN(std::vector<WalSegment> segments,
                             ListWalSegments(*store, prefix, shard));
-    STRATA_RETURN_IF_ERROR(
-        CheckWalSegmentsComplete(segments, prefix, shard, claimed.replay_after(), epoch));
-    STRATA_ASSIGN_OR_RETURN(ReplayStats stats,
-                            ReplayWal(*store, prefix, shard, claimed.replay_after(), epoch, apply));
+    STRATA_RETURN_IF_ERROR(FencedOr(
+        claimed, CheckWalSegmentsComplete(segments, prefix, shard, claimed.replay_after(), epoch)));
+    Result<ReplayStats> replayed_wal =
+        ReplayWal(*store, prefix, shard, claimed.replay_after(), epoch, apply);
+    if (!replayed_wal.ok()) return FencedOr(claimed, replayed_wal.status());
+    const ReplayStats& stats = *replayed_wal;
     // A writer that closed without sealing recorded where its acknowledged records end.
     const pb::WalPosition& closed = claimed.closed_wal_end();
     if (closed.epoch() > 0 && CompareWalPositions(closed, claimed.replay_after()) > 0 &&
         CompareWalPositions(stats.end, closed) < 0) {
-      return Status::Corruption("WAL segment '" +
-                                WalSegmentKey(prefix, shard, closed.epoch(), closed.segment()) +
-                                "' ends before the position " + PositionString(closed) +
-                                " its writer recorded when it closed (replay reached " +
-                                PositionString(stats.end) + "): acknowledged records were cut off");
+      return FencedOr(
+          claimed,
+          Status::Corruption("WAL segment '" +
+                             WalSegmentKey(prefix, shard, closed.epoch(), closed.segment()) +
+                             "' ends before the position " + PositionString(closed) +
+                             " its writer recorded when it closed (replay reached " +
+                             PositionString(stats.end) + "): acknowledged records were cut off"));
     }
     const pb::WalPosition start = MakeWalPosition(epoch, 0, 0);
     if (!replayed->empty()) {

@@ -22,6 +22,7 @@
 #include "lsm/wal.h"
 #include "lsm/wal_test_util.h"
 #include "strata/builder.h"
+#include "support/forwarding_object_store.h"
 #include "support/status_assertions.h"
 #include "support/temp_dir.h"
 #include "table/table_test_util.h"
@@ -628,6 +629,87 @@ TEST_P(ShardWriterTest, AHoleInTheWalSegmentNumbersIsCorruptionNamingTheMissingS
                        << " records around a missing segment";
   EXPECT_TRUE(b.status().IsCorruption()) << b.status();
   EXPECT_NE(b.status().message().find(segments[1].key), std::string::npos) << b.status();
+}
+
+// Forwards to another store (appendable objects too); runs `hook` once, just before the
+// first List of `list_key` or Get of `get_key`.
+class RaceStore final : public strata::testing::ForwardingObjectStore {
+ public:
+  RaceStore(std::shared_ptr<ObjectStore> base, std::string list_key, std::string get_key,
+            std::function<void()> hook)
+      : ForwardingObjectStore(std::move(base)),
+        list_key_(std::move(list_key)),
+        get_key_(std::move(get_key)),
+        hook_(std::move(hook)) {}
+  Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
+    if (prefix == list_key_ && hook_) std::exchange(hook_, nullptr)();
+    return ForwardingObjectStore::List(prefix);
+  }
+  Result<Buffer> Get(std::string_view key) override {
+    if (key == get_key_ && hook_) std::exchange(hook_, nullptr)();
+    return ForwardingObjectStore::Get(key);
+  }
+  Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key) override {
+    return base().CreateAppendable(key);
+  }
+
+ private:
+  std::string list_key_;
+  std::string get_key_;
+  std::function<void()> hook_;
+};
+
+enum class ClaimRace { kBeforeTheListing, kBeforeTheRead };
+
+// A writer (the loser, epoch 2) loses the claim race to a newer one (the winner, epoch 3),
+// which replays the WAL and deletes the segments it covers, the loser's included, just
+// before the loser lists the WAL or reads its first segment: the loser must report that it
+// was fenced, not that acknowledged records were lost. `sealed_first`: the previous owner
+// published a generation first, so the replay position lies inside its segment.
+void ExpectTheClaimRaceLoserFenced(const std::function<std::shared_ptr<ObjectStore>()>& make_store,
+                                   bool sealed_first, ClaimRace race) {
+  auto open = [](std::shared_ptr<ObjectStore> store) {
+    return ShardWriter::Open(std::move(store), kPrefix, kShard, KeyedSchema(), 0, {});
+  };
+  // The previous owner (epoch 1) leaves acknowledged rows in the WAL, and where they end in
+  // closed_wal_end.
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> first, open(make_store()));
+  if (sealed_first) {
+    ASSERT_OK(first->Put({KeyedRows(0, 4)}));
+    ASSERT_OK(first->Seal(true).status());
+  }
+  ASSERT_OK(first->Put({KeyedRows(4, 4)}));
+  ASSERT_OK(first->CloseWithoutSeal());
+  std::shared_ptr<ShardWriter> winner;
+  Status winner_status = Status::Aborted("the race never ran");
+  auto loser_store = std::make_shared<RaceStore>(
+      make_store(), race == ClaimRace::kBeforeTheListing ? ShardDir(kPrefix, kShard) + "wal/" : "",
+      race == ClaimRace::kBeforeTheRead ? WalSegmentKey(kPrefix, kShard, first->epoch(), 0) : "",
+      [&] {
+        Result<std::shared_ptr<ShardWriter>> opened = open(make_store());
+        winner_status = opened.status();
+        if (opened.ok()) winner = *opened;
+      });
+  Result<std::shared_ptr<ShardWriter>> loser = open(loser_store);
+  ASSERT_OK(winner_status);
+  ASSERT_FALSE(loser.ok()) << "the loser opened";
+  EXPECT_TRUE(loser.status().IsFenced()) << loser.status();
+  ASSERT_OK(winner->Close());
+  std::multimap<int64_t, GenRow> rows = ReadGenerations(make_store());
+  ExpectLiveOnce(rows, sealed_first ? 0 : 4, sealed_first ? 8 : 4);
+}
+
+TEST_P(ShardWriterTest, ClaimRaceLoserIsFencedWhenItsListingMissesTheNamedSegment) {
+  ExpectTheClaimRaceLoserFenced([this] { return MakeStore(); }, false,
+                                ClaimRace::kBeforeTheListing);
+}
+
+TEST_P(ShardWriterTest, ClaimRaceLoserIsFencedWhenTheClosedWalEndLooksCutOff) {
+  ExpectTheClaimRaceLoserFenced([this] { return MakeStore(); }, true, ClaimRace::kBeforeTheListing);
+}
+
+TEST_P(ShardWriterTest, ClaimRaceLoserIsFencedWhenASegmentVanishesBeforeItsRead) {
+  ExpectTheClaimRaceLoserFenced([this] { return MakeStore(); }, false, ClaimRace::kBeforeTheRead);
 }
 
 TEST_P(ShardWriterTest, ManifestVersionsAndWalSegmentsStayBoundedAcrossSealsAndClaims) {
