@@ -16,12 +16,14 @@ namespace strata::lsm {
 // Checks every registered shard of the store at `store_prefix` and adds to `report` one
 // line per problem, "shard <uuid>: <key relative to the prefix>: <what> (<code>)":
 // - the manifest chain: every retained version decodes and belongs to its key, versions are
-//   consecutive, and the latest-version hint names no version past the newest one found
+//   consecutive (a gap counts while the version below it still exists: cleanup deletes
+//   oldest first), and the latest-version hint names no version past the newest one found
 //   (the newest would then be missing); the newest is read as every reader reads it;
 // - the WAL: every segment reads end to end (record framing and checksums; a torn last
 //   record is a crash's, not a problem), no segment that replay must read is missing
-//   (CheckWalSegmentsComplete), and no position the newest manifest records (replay_after,
-//   a generation's wal_end) lies past the end of a segment that exists;
+//   (CheckWalSegmentsComplete, closed_wal_end; judged again by a fresh head and listing
+//   when a live writer moved replay_after meanwhile), and no position the newest manifest records
+//   (replay_after, a generation's wal_end) lies past the end of a segment that exists;
 // - the pending generations the newest manifest lists: each one's table verifies
 //   (table::Table::Verify, its problems prefixed with the generation) and its bloom filter
 //   decodes (envelope, probe count, size).
