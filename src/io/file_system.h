@@ -10,10 +10,9 @@
 // - InvalidArgument: a negative or out-of-range offset, a call on a closed file.
 // - IOError: anything else; the message names the operation, the path and the errno text.
 //   Out of space is IOError whose message contains kNoSpaceMessage (see IsNoSpace()).
-// Symbolic links: reads and writes refuse a link as the file they open (O_NOFOLLOW: IOError
-// naming the path), ListFiles and RemoveTree never descend through one, and LinkStat tells
-// a link from what it points at. Links in the directories above a path are followed; the
-// FileObjectStore checks those itself (file_object_store.h).
+// Symbolic links: ListFiles and RemoveTree never descend through one, and LinkStat tells a
+// link from what it points at; opening a path follows links (a user's input file may be
+// one). The FileObjectStore refuses links inside a store itself (file_object_store.h).
 // Durability follows POSIX: data is durable after WritableFile::Sync(); a new, renamed,
 // linked or removed directory entry is durable after SyncDir() of the directory holding it.
 // Thread safety: a FileSystem may be used from many threads; a WritableFile from one at a

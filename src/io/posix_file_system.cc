@@ -63,18 +63,9 @@ class ScopedFd {
   int fd_;
 };
 
-// open(2) failing with ELOOP under O_NOFOLLOW: the last component is a symbolic link.
-Status SymlinkRefused(std::string_view op, std::string_view path) {
-  return Status::IOError(
-      fmt::format("{} '{}': is a symbolic link, which strata does not follow", op, path));
-}
-
 Result<int> OpenForRead(const std::string& path) {
-  int fd = RetryOnEintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW); });
-  if (fd < 0) {
-    if (errno == ELOOP) return SymlinkRefused("open", path);
-    return ErrnoStatus("open", path, errno);
-  }
+  int fd = RetryOnEintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
+  if (fd < 0) return ErrnoStatus("open", path, errno);
   return fd;
 }
 
@@ -170,7 +161,7 @@ class PosixFileSystemImpl final : public FileSystem {
  public:
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
                                                         OpenMode mode) override {
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
     switch (mode) {
       case OpenMode::kCreateOrTruncate:
         flags |= O_TRUNC;
@@ -183,11 +174,7 @@ class PosixFileSystemImpl final : public FileSystem {
         break;
     }
     int fd = RetryOnEintr([&] { return ::open(path.c_str(), flags, 0644); });
-    if (fd < 0) {
-      // O_EXCL reports an existing link as EEXIST, like any existing name.
-      if (errno == ELOOP) return SymlinkRefused("open for write", path);
-      return ErrnoStatus("open for write", path, errno);
-    }
+    if (fd < 0) return ErrnoStatus("open for write", path, errno);
     return std::unique_ptr<WritableFile>(std::make_unique<PosixWritableFile>(fd, path));
   }
 
