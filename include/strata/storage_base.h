@@ -306,14 +306,17 @@ enum class BaseTableChange {
   kRepair,                   // drop fragments whose files are missing (StorageBase::Repair)
   kRemoveOldVersions,        // remove old versions and the files only they use
   kDeleteUnreferencedFiles,  // delete data files that no version references
+  kRollBackCorruptVersions,  // commit the newest intact version over corrupt newer ones
 };
 
 // OK when a store of kind `store_kind` stays consistent after `change` is made to its base
 // table directly; otherwise InvalidArgument whose message is the reason alone (the caller
-// names the store and the command to use instead). Compaction, repair and cleanup (old
-// versions; unreferenced files, which as for any table is safe only while nothing writes)
-// are what the store does itself or could do, and are allowed; appends, added columns,
-// deleted rows and a compaction that keeps deleted rows are refused. The rules are the same
+// names the store and the command to use instead). Compaction, repair, removing old versions
+// and rolling back corrupt newest versions (the only way to open it again; rows its merges
+// committed in the dropped versions are lost with them, and the caller must say so) are
+// allowed; appends, added columns, deleted rows, a compaction that keeps deleted rows and
+// deleting unreferenced files (a running merge's files are unreferenced until it commits)
+// are refused. The rules are the same
 // for every kind today; a kind with other rules decides here.
 Status CheckBaseTableChange(std::string_view store_kind, BaseTableChange change);
 

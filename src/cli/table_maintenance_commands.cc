@@ -6,11 +6,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli_common.h"
+#include "strata/object_store.h"
 #include "strata/pretty_print.h"
+#include "strata/storage_base.h"
 #include "strata/table.h"
 #include "table_cli.h"
 
@@ -126,8 +129,10 @@ Status RunVerify(const VerifyOptions& opt) {
                      FormatBytes(report.bytes_checked), t->version(),
                      report.ok() ? "ok" : fmt::format("{} problems", report.problems.size()));
   STRATA_RETURN_IF_ERROR(WriteStdout(out));
-  std::error_code ec;
-  if (std::filesystem::is_directory(std::filesystem::path(opt.dir) / "_lsm", ec)) {
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> objects, OpenLocalObjectStore(opt.dir));
+  STRATA_ASSIGN_OR_RETURN(std::optional<std::string> owner,
+                          store::OwningStoreKind(*objects, "", *t->schema()));
+  if (owner) {
     std::fprintf(stderr,
                  "note: %s is a store: this checked its base table only; `strata rollout verify` "
                  "also checks its WAL segments, shard manifests and generations\n",
@@ -162,23 +167,39 @@ Status RollBackCorruptVersions(const RepairOptions& opt, std::string* out) {
   if (!rollback.ok()) return rollback.status().WithContext(opt.dir);
   const table::RollbackReport& r = *rollback;
   if (r.corrupt.empty()) return Status::OK();
+  // The base table of a store: the rows its merges committed in the dropped versions were
+  // drained from its shards, so they go with those versions. Said before and after.
+  STRATA_ASSIGN_OR_RETURN(std::optional<std::string> owner,
+                          store::OwningStoreKind(*store, "", Schema(std::vector<FieldPtr>{})));
+  const std::string store_loss =
+      owner ? fmt::format(
+                  "; {} is a store: rows its merges committed in {} are lost with them (their "
+                  "generations were drained from the shards), rows still pending in its "
+                  "shards are kept",
+                  opt.dir, VersionRange(r.corrupt))
+            : std::string();
   for (const table::RollbackReport::CorruptVersion& v : r.corrupt) {
     *out += fmt::format("version {}: corrupt: {}\n", v.version, v.problem);
   }
   if (!r.committed_version) {
     STRATA_RETURN_IF_ERROR(WriteStdout(*out));
-    return Status::Corruption(fmt::format(
-        "{}: {} corrupt, the newest intact version is {}; nothing changed. `strata table repair "
-        "{} --drop-corrupt-versions` drops {} and commits version {} with the content of "
-        "version {} (no data file is deleted)",
-        opt.dir,
-        r.corrupt.size() == 1 ? VersionRange(r.corrupt) + " is" : VersionRange(r.corrupt) + " are",
-        r.intact_version, opt.dir, VersionRange(r.corrupt), r.newest_version + 1,
-        r.intact_version));
+    return Status::Corruption(
+        fmt::format(
+            "{}: {} corrupt, the newest intact version is {}; nothing changed. `strata table "
+            "repair "
+            "{} --drop-corrupt-versions` drops {} and commits version {} with the content of "
+            "version {} (no data file is deleted)",
+            opt.dir,
+            r.corrupt.size() == 1 ? VersionRange(r.corrupt) + " is"
+                                  : VersionRange(r.corrupt) + " are",
+            r.intact_version, opt.dir, VersionRange(r.corrupt), r.newest_version + 1,
+            r.intact_version) +
+        store_loss);
   }
   *out += fmt::format(
-      "dropped {} (corrupt: {}); table now at version {} with the content of version {}\n",
-      VersionRange(r.corrupt), r.corrupt.back().problem, *r.committed_version, r.intact_version);
+      "dropped {} (corrupt: {}); table now at version {} with the content of version {}{}\n",
+      VersionRange(r.corrupt), r.corrupt.back().problem, *r.committed_version, r.intact_version,
+      store_loss);
   return Status::OK();
 }
 

@@ -32,6 +32,7 @@ std::string Instead(std::string_view kind, store::BaseTableChange change) {
     case BaseTableChange::kRepair:
     case BaseTableChange::kRemoveOldVersions:
     case BaseTableChange::kDeleteUnreferencedFiles:
+    case BaseTableChange::kRollBackCorruptVersions:
       break;
   }
   return "";

@@ -685,8 +685,13 @@ Status CheckBaseTableChange(std::string_view /*store_kind*/, BaseTableChange cha
     case BaseTableChange::kCompact:
     case BaseTableChange::kRepair:
     case BaseTableChange::kRemoveOldVersions:
-    case BaseTableChange::kDeleteUnreferencedFiles:
+    case BaseTableChange::kRollBackCorruptVersions:
       return Status::OK();
+    case BaseTableChange::kDeleteUnreferencedFiles:
+      return refuse(
+          "its merges write their files before they commit them, so a file no version "
+          "references may be a running merge's; cleanup without --delete-unreferenced removes "
+          "old versions and the files only they use");
     case BaseTableChange::kAppend:
       return refuse(
           "rows are added through the store (appended rows would bypass its shards and may "

@@ -579,10 +579,10 @@ TEST_F(StorageBaseTest, OwningStoreKindNamesTheStoreThatCreatedTheTable) {
 
   EXPECT_TRUE(CheckBaseTableChange("items", BaseTableChange::kCompact).ok());
   EXPECT_TRUE(CheckBaseTableChange("items", BaseTableChange::kRemoveOldVersions).ok());
-  EXPECT_TRUE(CheckBaseTableChange("items", BaseTableChange::kDeleteUnreferencedFiles).ok());
+  EXPECT_TRUE(CheckBaseTableChange("items", BaseTableChange::kRollBackCorruptVersions).ok());
   for (BaseTableChange change :
        {BaseTableChange::kAppend, BaseTableChange::kAddColumns, BaseTableChange::kDeleteRows,
-        BaseTableChange::kCompactKeepingDeletions}) {
+        BaseTableChange::kCompactKeepingDeletions, BaseTableChange::kDeleteUnreferencedFiles}) {
     Status status = CheckBaseTableChange("items", change);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status;
     EXPECT_FALSE(status.message().empty());

@@ -36,6 +36,7 @@ refuses "rollout store.*strata rollout" "$s" table add-columns "$s" --column "x:
 refuses "rollout store" "$s" table delete "$s" --key m0-r-001-0
 refuses "rollout store" "$s" table append "$s" "$examples/rollouts.jsonl"
 refuses "rollout store" "$s" table compact "$s" --no-materialize-deletions
+refuses "rollout store.*running merge" "$s" table cleanup "$s" --older-than 0s --delete-unreferenced
 # A new table is never made where something is.
 refuses "not empty|already exists" "$s" table create "$s" --schema "$examples/rollouts.schema.json"
 

@@ -57,8 +57,18 @@ for args in "stats" "list --limit 5" "get m0-r-001-0" "trajectory r-001" "flush"
 done
 [[ $("$strata" rollout list "$s" --format jsonl --limit 1000 | wc -l) -eq $store_rows ]] \
   || fail "store rows changed"
-expect_exit 0 "$strata" table cleanup "$s" --older-than 0s --delete-unreferenced
+expect_exit 0 "$strata" table cleanup "$s" --older-than 0s
 check_outside "table cleanup on a store"
+
+# A user's own input file may be a link: links are refused inside stores only.
+ln -s "$examples/rollouts.jsonl" "$work/linked-input.jsonl"
+"$strata" arrow from-json --schema "$examples/rollouts.schema.json" "$work/linked-input.jsonl" \
+  "$work/rows.arrow" 2> /dev/null
+ln -s "$work/rows.arrow" "$work/linked.arrow"
+expect_exit 0 "$strata" arrow inspect "$work/linked.arrow"
+t3=$work/table3
+"$strata" table create "$t3" --schema "$examples/rollouts.schema.json" --primary-key id > /dev/null
+expect_exit 0 "$strata" table append "$t3" "$work/linked.arrow"
 
 # A directory of the store replaced by a link to a copy elsewhere (a user moving data/ to
 # another disk): reads refuse it by name, and cleanup deletes nothing through it.
