@@ -237,8 +237,15 @@ Status RunCreate(const CreateOptions& opt) {
     made_root = p;
     if (p == p.parent_path()) break;
   }
-  auto undo = [&](const Status& failed) {
+  // `ours`: the table there is the one this create made. Otherwise a table there belongs to a
+  // create that raced this one and won: nothing is removed.
+  auto undo = [&](const Status& failed, bool ours = false) {
     std::error_code ignored;
+    if (!ours) {
+      Result<std::shared_ptr<ObjectStore>> there = OpenLocalObjectStore(opt.dir);
+      Result<bool> raced = there.ok() ? table::Table::Exists(**there, "") : Result<bool>(false);
+      if (!raced.ok() || *raced) return failed.WithContext(opt.dir);
+    }
     if (!made_root.empty()) {
       std::filesystem::remove_all(made_root, ignored);
     } else {
@@ -264,7 +271,7 @@ Status RunCreate(const CreateOptions& opt) {
   Status printed = WriteStdout(fmt::format("created table at {}: {} columns{} -> version {}\n",
                                            opt.dir, t.schema()->num_fields(), key, t.version()));
   if (printed.ok()) printed = FlushStdout();
-  if (!printed.ok()) return undo(printed);
+  if (!printed.ok()) return undo(printed, /*ours=*/true);
   return Status::OK();
 }
 
