@@ -495,7 +495,8 @@ Result<std::vector<LookupRun>> RunLookups(const Config& config, const std::strin
     const int64_t n = std::min<int64_t>(1024, config.lookup_base_rows - first);
     STRATA_RETURN_IF_ERROR(s->Add(MakeRollouts(first, n, 1000, 128, 5000 + first)).status());
   }
-  STRATA_RETURN_IF_ERROR(s->Cleanup().status());
+  STRATA_ASSIGN_OR_RETURN(store::MergeReport built, s->Cleanup());
+  STRATA_RETURN_IF_ERROR(built.follow_up);
   *build_seconds = Seconds(build_start);
   int64_t next = config.lookup_base_rows;
   int pending = 0;
@@ -553,6 +554,7 @@ Result<MergeRun> TimeCleanup(RolloutStore& s, std::string what, double bytes_per
   const auto start = Clock::now();
   STRATA_ASSIGN_OR_RETURN(r.report, s.Cleanup());
   r.seconds = Seconds(start);
+  STRATA_RETURN_IF_ERROR(r.report.follow_up);  // committed, then failed: not a clean merge
   r.ipc_bytes = static_cast<int64_t>(static_cast<double>(r.report.rows_merged) * bytes_per_row);
   STRATA_ASSIGN_OR_RETURN(int64_t left, s.PendingGenerations());
   Expect(r.report.generations_reclaimed == r.generations && left == 0,

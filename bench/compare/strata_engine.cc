@@ -450,6 +450,8 @@ class StrataEngine final : public Engine {
               fmt::format("{} generations still pending after 10000 Cleanup passes", pending));
         }
         STRATA_ASSIGN_OR_RETURN(store::MergeReport m, store_->Cleanup());
+        // A merge that committed and then failed a later step is not a clean merge to time.
+        if (!m.complete()) return m.follow_up.WithContext("merge committed, then failed");
         if (m.generations_reclaimed == 0) {
           return Status::Internal(
               fmt::format("Cleanup merged nothing with {} generations pending", pending));
