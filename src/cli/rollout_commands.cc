@@ -610,13 +610,7 @@ Status RunVerify(const VerifyOptions& opt) {
       store::VerifyStore(objects, "", {.all_versions = opt.all_versions});
   if (!verified.ok()) return verified.status().WithContext(opt.dir);
   const table::VerifyReport& report = *verified;
-  std::string out;
-  for (const std::string& problem : report.problems) out += problem + "\n";
-  out += fmt::format("checked {} manifests and {} files ({}) at version {}: {}\n",
-                     report.manifests_checked, report.files_checked,
-                     FormatBytes(report.bytes_checked), (*base)->version(),
-                     report.ok() ? "ok" : fmt::format("{} problems", report.problems.size()));
-  STRATA_RETURN_IF_ERROR(WriteStdout(out));
+  STRATA_RETURN_IF_ERROR(WriteStdout(FormatVerifyReport(report, (*base)->version())));
   if (report.ok()) return Status::OK();
   return Status::Corruption(fmt::format("{}: {} problems found", opt.dir, report.problems.size()));
 }

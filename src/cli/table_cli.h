@@ -40,6 +40,9 @@ Result<std::vector<expr::Scalar>> ParseKeys(const table::Table& table,
 std::string FormatTime(int64_t micros_since_epoch);
 // Every line of `text` with two spaces in front.
 std::string Indent(const std::string& text);
+// The text of `table verify` and `rollout verify`: one line per problem, then
+// "checked M manifests and F files (B) at version V: ok | N problems".
+std::string FormatVerifyReport(const table::VerifyReport& report, uint64_t version);
 
 // Exit status of a command: 0, or ReportError's.
 int Finish(const Status& s);

@@ -115,6 +115,16 @@ std::string Indent(const std::string& text) {
   return out;
 }
 
+std::string FormatVerifyReport(const table::VerifyReport& report, uint64_t version) {
+  std::string out;
+  for (const std::string& problem : report.problems) out += problem + "\n";
+  out +=
+      fmt::format("checked {} manifests and {} files ({}) at version {}: {}\n",
+                  report.manifests_checked, report.files_checked, FormatBytes(report.bytes_checked),
+                  version, report.ok() ? "ok" : fmt::format("{} problems", report.problems.size()));
+  return out;
+}
+
 RowProgress::RowProgress(std::string what)
     : what_(std::move(what)),
       enabled_(::isatty(STDERR_FILENO) == 1),

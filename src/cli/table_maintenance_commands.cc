@@ -122,13 +122,7 @@ Status RunVerify(const VerifyOptions& opt) {
   const std::shared_ptr<table::Table>& t = *opened;
   STRATA_ASSIGN_OR_RETURN(table::VerifyReport report,
                           t->Verify({.all_versions = opt.all_versions}));
-  std::string out;
-  for (const std::string& problem : report.problems) out += problem + "\n";
-  out += fmt::format("checked {} manifests and {} files ({}) at version {}: {}\n",
-                     report.manifests_checked, report.files_checked,
-                     FormatBytes(report.bytes_checked), t->version(),
-                     report.ok() ? "ok" : fmt::format("{} problems", report.problems.size()));
-  STRATA_RETURN_IF_ERROR(WriteStdout(out));
+  STRATA_RETURN_IF_ERROR(WriteStdout(FormatVerifyReport(report, t->version())));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> objects, OpenLocalObjectStore(opt.dir));
   STRATA_ASSIGN_OR_RETURN(std::optional<std::string> owner,
                           store::OwningStoreKind(*objects, "", *t->schema()));
