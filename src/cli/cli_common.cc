@@ -55,6 +55,10 @@ int ReportError(const Status& status) {
   return 1;
 }
 
+void ReportWarning(std::string_view where, std::string_view message) {
+  std::fprintf(stderr, "%s", fmt::format("strata: warning: {}: {}\n", where, message).c_str());
+}
+
 namespace {
 
 // The output error state of this process (one command runs per process).

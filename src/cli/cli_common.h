@@ -27,6 +27,9 @@ namespace strata::cli {
 
 // Exit status for a failed command: prints "strata: error: <status>" to stderr.
 int ReportError(const Status& status);
+// Damage or trouble that does not stop the command: prints "strata: warning: <where>:
+// <message>" to stderr (never stdout, which holds the command's output).
+void ReportWarning(std::string_view where, std::string_view message);
 
 // --- Output errors: a command whose stdout cannot be written fails, whatever the command. ---
 

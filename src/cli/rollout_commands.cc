@@ -415,9 +415,8 @@ Status RunFlush(const FlushOptions& opt) {
   }
   Result<store::RolloutObservation> after = rollouts->Observe();
   if (!before.ok() || !after.ok()) {
-    std::fprintf(stderr, "strata: warning: %s: could not count the store's rows: %s\n",
-                 opt.dir.c_str(),
-                 (before.ok() ? after.status() : before.status()).ToString().c_str());
+    ReportWarning(opt.dir, "could not count the store's rows: " +
+                               (before.ok() ? after.status() : before.status()).ToString());
     // Both steps succeeded: every row the shard's WAL held is visible now.
     return WriteStdout(fmt::format(
         "flushed shard '{}': its added rows are visible (not counted, see the warning)\n", shard));
@@ -497,10 +496,8 @@ Status RunMerge(const MergeOptions& opt, bool* committed) {
   // does not fail this shard's merge.
   Result<int64_t> pending = rollouts->PendingGenerations();
   if (!pending.ok()) {
-    std::fprintf(stderr,
-                 "strata: warning: %s: could not count the pending generations of "
-                 "the other shards: %s\n",
-                 opt.dir.c_str(), pending.status().ToString().c_str());
+    ReportWarning(opt.dir, "could not count the pending generations of the other shards: " +
+                               pending.status().ToString());
   } else if (*pending > 0) {
     // Other shards are merged with --shard.
     out += fmt::format("{} generations still pending in the store's shards{}\n", *pending,

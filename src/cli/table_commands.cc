@@ -40,7 +40,7 @@ Result<std::shared_ptr<table::Table>> OpenTable(const std::string& dir, uint64_t
   Result<std::shared_ptr<table::Table>> opened = table::Table::Open(store, "");
   if (!opened.ok()) return opened.status().WithContext(dir);
   for (const std::string& warning : (*opened)->warnings()) {
-    std::fprintf(stderr, "strata: warning: %s: %s\n", dir.c_str(), warning.c_str());
+    ReportWarning(dir, warning);
   }
   if (version == 0) return opened;
   return (*opened)->Checkout(version);
