@@ -105,10 +105,9 @@ class FileObjectStore final : public ObjectStore {
   }
 
   Result<Buffer> Get(std::string_view key) override {
-    STRATA_RETURN_IF_ERROR(CheckKeyAndPath("get", key));
     const std::string path = PathOf(key);
-    Result<FileStatus> st = fs_->Stat(path);
-    if (!st.ok()) return ReadError("get", key, st.status());
+    Result<FileStatus> st = StatObject("get", key);
+    if (!st.ok()) return st.status();
     if (st->is_directory) return NotFound(key);
     Result<Buffer> data =
         st->size > options_.mmap_threshold ? fs_->MapFile(path) : fs_->ReadFile(path);
@@ -128,9 +127,8 @@ class FileObjectStore final : public ObjectStore {
   }
 
   Result<ObjectMeta> Head(std::string_view key) override {
-    STRATA_RETURN_IF_ERROR(CheckKeyAndPath("head", key));
-    Result<FileStatus> st = fs_->Stat(PathOf(key));
-    if (!st.ok()) return ReadError("head", key, st.status());
+    Result<FileStatus> st = StatObject("head", key);
+    if (!st.ok()) return st.status();
     if (st->is_directory) return NotFound(key);
     return ObjectMeta{std::string(key), st->size};
   }
@@ -329,9 +327,21 @@ class FileObjectStore final : public ObjectStore {
     Result<std::string> link = FirstLink(whole_key ? key : ParentDir(key));
     if (!link.ok()) return WriteError(op, key, link.status());
     if (link->empty()) return Status::OK();
+    return LinkRefused(op, key, *link);
+  }
+  Status LinkRefused(std::string_view op, std::string_view key, std::string_view link) const {
     return Status::IOError(fmt::format(
         "{} '{}': '{}' in {} is a symbolic link; strata never follows links inside a store", op,
-        key, *link, Describe()));
+        key, link, Describe()));
+  }
+  // CheckKeyAndPath, then the object's own status from the same lstat that checks it is no
+  // link (one system call per level, none twice). Errors carry `op` and the key.
+  Result<FileStatus> StatObject(std::string_view op, std::string_view key) const {
+    STRATA_RETURN_IF_ERROR(CheckKeyAndPath(op, key, /*whole_key=*/false));
+    Result<FileStatus> st = fs_->LinkStat(PathOf(key));
+    if (!st.ok()) return ReadError(op, key, st.status());
+    if (st->is_symlink) return LinkRefused(op, key, key);
+    return st;
   }
   // CheckKey, then CheckNoLinks.
   Status CheckKeyAndPath(std::string_view op, std::string_view key, bool whole_key = true) const {
