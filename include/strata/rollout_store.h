@@ -190,6 +190,15 @@ class RolloutStore {
   Result<bool> CountMergeDue() const;
   Result<table::CompactionResult> Compact(const table::CompactionOptions& options = {});
   Result<table::RepairReport> Repair();
+  // The merge steps, compaction bookkeeping and deletion of StorageBase (storage_base.h).
+  Result<std::optional<PreparedMerge>> PrepareCountMerge();
+  Result<std::optional<PreparedMerge>> PrepareCleanupMerge();
+  Result<MergeReport> CommitPreparedMerge(PreparedMerge prepared);
+  Result<bool> ShouldCompact(int64_t min_fragments,
+                             const std::vector<QuietHours>& quiet_hours = {}) const;
+  Result<bool> ShouldCompact(const CompactionPolicy& policy) const;
+  Result<CompactionStats> GetCompactionStats() const;
+  Status DeleteData();
   Result<int64_t> PendingGenerations() const;
   uint64_t version() const;
   // Pins reads to base version `version`; the handle is read-only until RefreshLatest.

@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "strata/expr.h"
+#include "strata/merge_budget.h"
 #include "strata/metrics.h"
 #include "strata/object_store.h"
 #include "strata/record_batch.h"
@@ -70,11 +71,9 @@
 #include "strata/table.h"
 #include "strata/type.h"
 
-namespace strata::lsm {
-class MergeBudget;  // src/lsm/merge.h
-}
-
 namespace strata::store {
+
+class Maintenance;  // strata/maintenance.h
 
 // Schema metadata key of a store's base table: the kind of store that created it.
 inline constexpr std::string_view kStoreKindMetadata = "strata:store:kind";
@@ -123,9 +122,9 @@ struct StorageBaseOptions {
   // Merge: count trigger (0 = off): after a seal, merge when at least this many
   // generations are pending in the own shard.
   int merge_after_generations = 0;
-  int merge_max_generations = 8;                   // 0 = no bound
-  int64_t merge_max_bytes = int64_t{1} << 30;      // 0 = no bound
-  std::shared_ptr<lsm::MergeBudget> merge_budget;  // process-wide, optional
+  int merge_max_generations = 8;               // 0 = no bound
+  int64_t merge_max_bytes = int64_t{1} << 30;  // 0 = no bound
+  std::shared_ptr<MergeBudget> merge_budget;   // process-wide, optional (merge_budget.h)
 
   // Merged generations' files are deleted this long after their drain, so readers that
   // listed them just before still find them (a read that loses a generation retries).
@@ -151,9 +150,52 @@ struct StorageBaseOptions {
   bool link_wal_segments = true;
   // Metrics go here (null = DefaultMetrics()).
   MetricsRegistry* metrics = nullptr;
-  // Time source of the writer (seal stamps, manifest times), merges and deletions; must
-  // outlive the handle. Null = the system clock.
+  // Time source of the writer (seal stamps, manifest times), merges, deletions and
+  // compaction bookkeeping (ShouldCompact's hour, CompactionStats' time); must outlive the
+  // handle. Null = the system clock.
   Clock* clock = nullptr;
+
+  // The process's maintenance component (strata/maintenance.h), or null for none. Open
+  // registers the handle with it; Close, DeleteData and the destructor unregister it (a
+  // write after Close registers it again). The component holds no handle alive.
+  std::shared_ptr<Maintenance> maintenance;
+  // The store's name in maintenance logs; "" = the last component of the prefix.
+  std::string display_name;
+};
+
+// UTC hours [start_hour, end_hour) during which the compaction policy does not compact.
+// start_hour in 0..23, end_hour in 0..24; start_hour > end_hour wraps past midnight
+// ({22, 6} is 22:00-06:00); start_hour == end_hour is an empty range.
+struct QuietHours {
+  int start_hour = 0;
+  int end_hour = 0;
+};
+
+// When and how the maintenance component compacts a store (reference defaults).
+struct CompactionPolicy {
+  bool enabled = false;
+  // Compact only when the base table has at least this many fragments ...
+  int64_t min_fragments = 5;
+  // ... and the current UTC hour is in none of these ranges.
+  std::vector<QuietHours> quiet_hours;
+  // How often the maintenance component checks (0 = never).
+  double check_interval_seconds = 300;
+  // What a compaction does.
+  table::CompactionOptions options;
+};
+
+// The compaction bookkeeping of one handle (compactions through other handles are not
+// counted; total_fragments is the base table's, whoever compacted it).
+struct CompactionStats {
+  int64_t total_fragments = 0;
+  bool is_compacting = false;  // a Compact of this handle is running now
+  // Wall time (µs since the Unix epoch, on the handle's clock) of the last successful
+  // Compact of this handle; nullopt when none succeeded yet.
+  std::optional<int64_t> last_compaction_micros;
+  // Why the last Compact of this handle failed; OK when it succeeded (or none ran yet).
+  // A Compact refused because another one was running does not change it.
+  Status last_error;
+  int64_t total_compactions = 0;  // successful Compacts of this handle
 };
 
 struct ScanRequest {
@@ -189,6 +231,27 @@ struct StoreObservation {
   int64_t last_updated_micros = 0;  // base version's commit time
   int64_t pending_generations = 0;  // all shards
   int64_t unflushed_rows = 0;       // this handle's memtables
+};
+
+// A merge read by Prepare*Merge and not yet committed: the de-duplicated rows of the
+// own shard's oldest pending generations (in memory, with their merge-budget reservation,
+// released when the handle is committed or dropped). Opaque and move-only; commit it with
+// CommitPreparedMerge of the handle that prepared it.
+class PreparedMerge {
+ public:
+  PreparedMerge(PreparedMerge&&) noexcept;
+  PreparedMerge& operator=(PreparedMerge&&) noexcept;
+  ~PreparedMerge();
+  // Generations the merge folds in, and the newest-per-key rows they hold.
+  int generations() const;
+  int64_t rows() const;
+
+  struct State;
+
+ private:
+  friend class StorageBase;
+  explicit PreparedMerge(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
 };
 
 class StorageBase {
@@ -241,15 +304,59 @@ class StorageBase {
   Result<MergeReport> MaybeMerge();
   // Time trigger: seal first, then merge whatever is pending in the own shard (one pass).
   Result<MergeReport> Cleanup();
+  // MaybeMerge and Cleanup are PrepareCountMerge / PrepareCleanupMerge followed by
+  // CommitPreparedMerge under the handle's merge lock (and a prepare again when the commit
+  // loses a race with a compaction). A caller that wants appends to keep running while a
+  // merge reads (a server: prepare under a shared lock, commit under an exclusive one)
+  // calls the two steps itself:
+  //
+  // Prepare reads and de-duplicates the own shard's oldest pending generations (bounded
+  // by merge_max_generations / merge_max_bytes, with a merge_budget reservation) and writes
+  // nothing; nullopt when there is nothing to merge: fewer than merge_after_generations
+  // pending (count variant; always nullopt when merge_after_generations is 0) or none
+  // (cleanup variant, which seals the own memtable first). Prepares do not wait for each
+  // other, nor for commits; several may read the same generations.
+  Result<std::optional<PreparedMerge>> PrepareCountMerge();
+  Result<std::optional<PreparedMerge>> PrepareCleanupMerge();
+  // Commits a prepared merge (serialised with the handle's other merges). A stale prepare —
+  // another merge already drained all of its generations — commits nothing and reports 0
+  // generations (base_version 0); generations sealed after the prepare stay pending.
+  // InvalidArgument for a merge another handle prepared; Busy when the base commit lost to a
+  // concurrent compaction or merge three times (prepare again). Otherwise as MaybeMerge.
+  Result<MergeReport> CommitPreparedMerge(PreparedMerge prepared);
   // Metadata only: whether MaybeMerge would merge now.
   Result<bool> CountMergeDue() const;
+  // Compacts the base table. One compaction per handle at a time: a Compact while another
+  // runs on the same handle fails at once with Busy (IsCompactionInProgress) instead of
+  // waiting. Success and failure are recorded for CompactionStats.
   Result<table::CompactionResult> Compact(const table::CompactionOptions& options = {});
+  // Whether the compaction policy would compact now: the base table has at least
+  // `min_fragments` fragments and the current UTC hour (the handle's clock) is in none of
+  // `quiet_hours`. False for a pinned handle. InvalidArgument for an hour out of range.
+  Result<bool> ShouldCompact(int64_t min_fragments,
+                             const std::vector<QuietHours>& quiet_hours = {}) const;
+  Result<bool> ShouldCompact(const CompactionPolicy& policy) const;
+  Result<CompactionStats> GetCompactionStats() const;
   // Drops base fragments whose files are missing (table::Table::Repair); commits nothing
   // when nothing is missing.
   Result<table::RepairReport> Repair();
   // Blocks until the files of generations this handle's merges drained are deleted (each
   // waits generation_delete_delay_seconds first). Merges already running are not waited for.
   void WaitForPendingDeletions() const;
+
+  // --- Deletion ------------------------------------------------------------------------
+  // Deletes the whole store: every object under the prefix (base table, shard manifests,
+  // WAL segments, generations). The own writer is released without sealing, merges and
+  // compactions of this handle are waited for, the handle leaves its maintenance
+  // component. Afterwards the handle is "deleted": every call but Close, the accessors and
+  // the destructor fails with NotFound "store at '<prefix>' was deleted". Other handles of
+  // the store find no base table on their next read and fail with NotFound; they must not
+  // write (a write of another handle may recreate WAL objects under the prefix). Calls of
+  // this handle racing with DeleteData may fail or succeed; none started after it returns
+  // succeeds. Errors: the object store's (the handle is deleted even then; call again to
+  // remove what is left).
+  Status DeleteData();
+  bool deleted() const;
 
   // --- Versions ------------------------------------------------------------------------
   uint64_t version() const;
@@ -322,5 +429,12 @@ Status CheckBaseTableChange(std::string_view store_kind, BaseTableChange change)
 
 // The text every refused read's message starts with (servers map it to 503).
 inline constexpr std::string_view kPendingGenerationsExceeded = "too many pending generations";
+
+// The text of the Busy error a Compact returns while another Compact of the same handle runs.
+inline constexpr std::string_view kCompactionInProgress = "compaction already in progress";
+// True for exactly that error (a server maps it to 409 COMPACTION_IN_PROGRESS). Busy is
+// retryable, as the condition is; the predicate tells it apart from the other Busy errors
+// (lost commit races) without the caller matching text.
+bool IsCompactionInProgress(const Status& status);
 
 }  // namespace strata::store

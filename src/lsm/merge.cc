@@ -116,33 +116,52 @@ Status Deduplicate(const std::vector<ReadGeneration>& generations, const SchemaP
 
 // --- MergeBudget ------------------------------------------------------------------------
 
+}  // namespace strata::lsm
+
+namespace strata {
+
+struct MergeBudget::State {
+  Mutex mutex;
+  CondVar released;         // signalled whenever permits are returned
+  CondVar waiters_changed;  // signalled when a Reserve starts waiting
+  int64_t free_permits STRATA_GUARDED_BY(mutex) = 0;
+  int64_t reserved_bytes STRATA_GUARDED_BY(mutex) = 0;
+  int waiters STRATA_GUARDED_BY(mutex) = 0;  // threads blocked in Reserve
+};
+
 MergeBudget::MergeBudget(int64_t limit_bytes)
     : limit_(std::max<int64_t>(limit_bytes, 1)),
-      total_permits_((limit_ + kPermitBytes - 1) / kPermitBytes),
-      free_permits_(total_permits_) {}
+      total_permits_((limit_ + lsm::kPermitBytes - 1) / lsm::kPermitBytes),
+      state_(std::make_unique<State>()) {
+  MutexLock lock(state_->mutex);
+  state_->free_permits = total_permits_;
+}
+
+MergeBudget::~MergeBudget() = default;
 
 int64_t MergeBudget::reserved_bytes() const {
-  MutexLock lock(mutex_);
-  return reserved_bytes_;
+  MutexLock lock(state_->mutex);
+  return state_->reserved_bytes;
 }
 
 int64_t MergeBudget::Permits(int64_t bytes) const {
   if (bytes <= 0) return 0;
-  return std::min((bytes + kPermitBytes - 1) / kPermitBytes, total_permits_);
+  return std::min((bytes + lsm::kPermitBytes - 1) / lsm::kPermitBytes, total_permits_);
 }
 
 MergeBudget::Reservation MergeBudget::Reserve(int64_t bytes) {
   bytes = std::max<int64_t>(bytes, 0);
   int64_t permits = Permits(bytes);
-  MutexLock lock(mutex_);
-  if (free_permits_ < permits) {
-    ++waiters_;
-    waiters_changed_.SignalAll();
-    while (free_permits_ < permits) released_.Wait(mutex_);
-    --waiters_;
+  State& s = *state_;
+  MutexLock lock(s.mutex);
+  if (s.free_permits < permits) {
+    ++s.waiters;
+    s.waiters_changed.SignalAll();
+    while (s.free_permits < permits) s.released.Wait(s.mutex);
+    --s.waiters;
   }
-  free_permits_ -= permits;
-  reserved_bytes_ += bytes;
+  s.free_permits -= permits;
+  s.reserved_bytes += bytes;
   Reservation reservation;
   reservation.budget_ = this;
   reservation.permits_ = permits;
@@ -151,17 +170,19 @@ MergeBudget::Reservation MergeBudget::Reserve(int64_t bytes) {
 }
 
 void MergeBudget::WaitForWaiters(int count) {
-  MutexLock lock(mutex_);
-  while (waiters_ < count) waiters_changed_.Wait(mutex_);
+  State& s = *state_;
+  MutexLock lock(s.mutex);
+  while (s.waiters < count) s.waiters_changed.Wait(s.mutex);
 }
 
 void MergeBudget::Release(int64_t permits, int64_t bytes) {
+  State& s = *state_;
   {
-    MutexLock lock(mutex_);
-    free_permits_ += permits;
-    reserved_bytes_ -= bytes;
+    MutexLock lock(s.mutex);
+    s.free_permits += permits;
+    s.reserved_bytes -= bytes;
   }
-  released_.SignalAll();
+  s.released.SignalAll();
 }
 
 MergeBudget::Reservation::Reservation(Reservation&& other) noexcept
@@ -186,17 +207,22 @@ MergeBudget::Reservation::~Reservation() {
 bool MergeBudget::Reservation::TryGrowTo(int64_t bytes) {
   if (bytes <= bytes_) return true;  // never shrinks; already large enough
   if (budget_ == nullptr) return false;
-  MutexLock lock(budget_->mutex_);
+  State& s = *budget_->state_;
+  MutexLock lock(s.mutex);
   int64_t needed = budget_->Permits(bytes) - permits_;
-  if (needed > budget_->free_permits_) return false;
+  if (needed > s.free_permits) return false;
   if (needed > 0) {
-    budget_->free_permits_ -= needed;
+    s.free_permits -= needed;
     permits_ += needed;
   }
-  budget_->reserved_bytes_ += bytes - bytes_;
+  s.reserved_bytes += bytes - bytes_;
   bytes_ = bytes;
   return true;
 }
+
+}  // namespace strata
+
+namespace strata::lsm {
 
 // --- PrepareMerge -----------------------------------------------------------------------
 

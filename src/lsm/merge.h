@@ -19,6 +19,7 @@
 #include "lsm/generation.h"
 #include "lsm/lsm.pb.h"
 #include "lsm/shard_manifest.h"
+#include "strata/merge_budget.h"
 #include "strata/metrics.h"
 #include "strata/object_store.h"
 #include "strata/record_batch.h"
@@ -29,52 +30,9 @@
 
 namespace strata::lsm {
 
-// A process-wide byte budget shared by merges (1 MiB permits). A reservation larger than the
-// whole budget waits for the budget to be idle and then takes all of it, so an oversized
-// merge still runs, alone. Thread safe.
-class MergeBudget {
- public:
-  explicit MergeBudget(int64_t limit_bytes);
-  int64_t limit_bytes() const { return limit_; }
-  int64_t reserved_bytes() const STRATA_EXCLUDES(mutex_);
-
-  class Reservation {
-   public:
-    Reservation() = default;
-    Reservation(Reservation&& other) noexcept;
-    Reservation& operator=(Reservation&& other) noexcept;
-    ~Reservation();
-    int64_t bytes() const { return bytes_; }
-    // Grows to `bytes` if the permits are free now; false (unchanged) otherwise. Never
-    // shrinks.
-    bool TryGrowTo(int64_t bytes);
-
-   private:
-    friend class MergeBudget;
-    MergeBudget* budget_ = nullptr;
-    int64_t permits_ = 0;
-    int64_t bytes_ = 0;
-  };
-
-  // Waits until the permits for `bytes` (capped at the whole budget) are free.
-  Reservation Reserve(int64_t bytes) STRATA_EXCLUDES(mutex_);
-
-  // Blocks until at least `count` threads are waiting in Reserve: the sync point for tests
-  // that must know a reservation (or the merge making it) is blocked on the budget.
-  void WaitForWaiters(int count) STRATA_EXCLUDES(mutex_);
-
- private:
-  int64_t Permits(int64_t bytes) const;
-  void Release(int64_t permits, int64_t bytes) STRATA_EXCLUDES(mutex_);
-  const int64_t limit_;
-  const int64_t total_permits_;
-  mutable Mutex mutex_;
-  CondVar released_;         // signalled whenever permits are returned
-  CondVar waiters_changed_;  // signalled when a Reserve starts waiting
-  int64_t free_permits_ STRATA_GUARDED_BY(mutex_);
-  int64_t reserved_bytes_ STRATA_GUARDED_BY(mutex_) = 0;
-  int waiters_ STRATA_GUARDED_BY(mutex_) = 0;  // threads blocked in Reserve
-};
+// The process-wide merge memory budget is public (include/strata/merge_budget.h) so that
+// callers above the store can create the one StorageBaseOptions::merge_budget takes.
+using MergeBudget = ::strata::MergeBudget;
 
 struct MergeOptions {
   // At most this many generations per pass (0 = no bound) ...

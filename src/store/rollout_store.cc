@@ -316,6 +316,26 @@ Result<table::CompactionResult> RolloutStore::Compact(const table::CompactionOpt
   return base_->Compact(options);
 }
 Result<table::RepairReport> RolloutStore::Repair() { return base_->Repair(); }
+Result<std::optional<PreparedMerge>> RolloutStore::PrepareCountMerge() {
+  return base_->PrepareCountMerge();
+}
+Result<std::optional<PreparedMerge>> RolloutStore::PrepareCleanupMerge() {
+  return base_->PrepareCleanupMerge();
+}
+Result<MergeReport> RolloutStore::CommitPreparedMerge(PreparedMerge prepared) {
+  return base_->CommitPreparedMerge(std::move(prepared));
+}
+Result<bool> RolloutStore::ShouldCompact(int64_t min_fragments,
+                                         const std::vector<QuietHours>& quiet_hours) const {
+  return base_->ShouldCompact(min_fragments, quiet_hours);
+}
+Result<bool> RolloutStore::ShouldCompact(const CompactionPolicy& policy) const {
+  return base_->ShouldCompact(policy);
+}
+Result<CompactionStats> RolloutStore::GetCompactionStats() const {
+  return base_->GetCompactionStats();
+}
+Status RolloutStore::DeleteData() { return base_->DeleteData(); }
 Result<int64_t> RolloutStore::PendingGenerations() const { return base_->PendingGenerations(); }
 uint64_t RolloutStore::version() const { return base_->version(); }
 Status RolloutStore::Checkout(uint64_t version) { return base_->Checkout(version); }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -19,6 +20,7 @@
 #include "lsm/read_view.h"
 #include "lsm/shard_manifest.h"
 #include "lsm/shard_writer.h"
+#include "strata/maintenance.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/mutex.h"
@@ -101,6 +103,17 @@ void Increment(Counter* counter) {
   if (counter != nullptr) counter->Increment();
 }
 
+// Whether UTC `hour` lies in `range` ([start, end), wrapping past midnight when start > end).
+bool InQuietHours(int hour, const QuietHours& range) {
+  if (range.start_hour < range.end_hour) {
+    return hour >= range.start_hour && hour < range.end_hour;
+  }
+  if (range.start_hour > range.end_hour) {
+    return hour >= range.start_hour || hour < range.end_hour;
+  }
+  return false;
+}
+
 std::string StoreLabel(const std::string& prefix) {
   std::string_view p = prefix;
   if (!p.empty() && p.back() == '/') p.remove_suffix(1);
@@ -133,8 +146,24 @@ struct StorageBase::Impl {
   mutable Mutex writer_mutex;
   std::shared_ptr<lsm::ShardWriter> writer STRATA_GUARDED_BY(writer_mutex);
 
-  Mutex merge_mutex;    // one merge of the own shard per handle at a time
-  Mutex compact_mutex;  // one compaction per handle at a time
+  Mutex merge_mutex;    // one merge commit of the own shard per handle at a time
+  Mutex compact_mutex;  // one compaction or repair per handle at a time
+
+  // Compaction bookkeeping (GetCompactionStats); `compacting` makes a second Compact fail
+  // instead of waiting for compact_mutex.
+  mutable Mutex compaction_mutex;
+  bool compacting STRATA_GUARDED_BY(compaction_mutex) = false;
+  std::optional<int64_t> last_compaction_micros STRATA_GUARDED_BY(compaction_mutex);
+  Status last_compaction_error STRATA_GUARDED_BY(compaction_mutex);
+  int64_t total_compactions STRATA_GUARDED_BY(compaction_mutex) = 0;
+
+  // Set once by DeleteData; every later call fails (CheckAlive).
+  std::atomic<bool> deleted{false};
+
+  // The handle this is the state of, and whether it is in options.maintenance's registry.
+  StorageBase* self = nullptr;
+  Mutex registration_mutex;
+  bool registered STRATA_GUARDED_BY(registration_mutex) = false;
 
   Impl(std::shared_ptr<ObjectStore> s, std::string p, StorageBaseOptions o,
        std::shared_ptr<table::Table> b, int key)
@@ -176,7 +205,40 @@ struct StorageBase::Impl {
     return current_schema;
   }
 
+  // Where the store is, for messages.
+  std::string Location() const {
+    return fmt::format("{}{}", store->Describe(), prefix.empty() ? "" : "/" + prefix);
+  }
+
+  Status CheckAlive() const {
+    if (deleted.load(std::memory_order_acquire)) {
+      return Status::NotFound(fmt::format("store at '{}' was deleted", Location()));
+    }
+    return Status::OK();
+  }
+
+  // Joins options.maintenance (no-op without one, or when registered).
+  void Register() {
+    if (options.maintenance == nullptr || deleted.load(std::memory_order_acquire)) return;
+    MutexLock lock(registration_mutex);
+    if (registered) return;
+    options.maintenance->Register(
+        self, options.display_name.empty() ? store_label : options.display_name,
+        options.store_kind.empty() ? std::string(kGenericStoreKind) : options.store_kind);
+    registered = true;
+  }
+
+  // Leaves options.maintenance, waiting for an action it runs on this handle.
+  void Unregister() {
+    if (options.maintenance == nullptr) return;
+    MutexLock lock(registration_mutex);
+    if (!registered) return;
+    options.maintenance->Unregister(self);
+    registered = false;
+  }
+
   Status CheckWritable() const {
+    STRATA_RETURN_IF_ERROR(CheckAlive());
     if (Pinned() != nullptr) {
       return Status::InvalidArgument(
           "checked-out store is read-only; call RefreshLatest before writing");
@@ -269,6 +331,9 @@ struct StorageBase::Impl {
   }
 
   Result<MergeReport> RunMerge(int min_generations, bool seal_first);
+  // The two steps of a merge: Prepare takes no lock; Commit REQUIRES merge_mutex.
+  Result<std::optional<lsm::PreparedMerge>> Prepare(int min_generations, bool seal_first);
+  Result<MergeReport> Commit(lsm::PreparedMerge prepared);
 
   // Sweeps this shard's merged generation directories that a merger which died left
   // behind (best effort). Reads only this shard's watermark, so another shard's damaged
@@ -283,9 +348,38 @@ struct StorageBase::Impl {
   }
 };
 
-StorageBase::StorageBase(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+struct PreparedMerge::State {
+  const StorageBase::Impl* owner = nullptr;
+  lsm::PreparedMerge merge;
+};
+
+PreparedMerge::PreparedMerge(std::unique_ptr<State> state) : state_(std::move(state)) {}
+PreparedMerge::PreparedMerge(PreparedMerge&&) noexcept = default;
+PreparedMerge& PreparedMerge::operator=(PreparedMerge&&) noexcept = default;
+PreparedMerge::~PreparedMerge() = default;
+
+int PreparedMerge::generations() const {
+  return state_ == nullptr ? 0 : static_cast<int>(state_->merge.generations.size());
+}
+
+int64_t PreparedMerge::rows() const {
+  int64_t rows = 0;
+  if (state_ == nullptr) return rows;
+  for (const RecordBatch& batch : state_->merge.rows) rows += batch.num_rows();
+  return rows;
+}
+
+bool IsCompactionInProgress(const Status& status) {
+  return status.code() == StatusCode::kBusy &&
+         std::string_view(status.message()).starts_with(kCompactionInProgress);
+}
+
+StorageBase::StorageBase(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  impl_->self = this;
+}
 
 StorageBase::~StorageBase() {
+  impl_->Unregister();
   Status closed = Close();
   if (!closed.ok()) {
     LogWarning(
@@ -366,11 +460,14 @@ Result<std::unique_ptr<StorageBase>> StorageBase::Open(std::shared_ptr<ObjectSto
     impl->current_schema = impl->base->schema();
   }
   STRATA_RETURN_IF_ERROR(impl->EnsureLatestSchema());
-  return std::unique_ptr<StorageBase>(new StorageBase(std::move(impl)));
+  std::unique_ptr<StorageBase> opened(new StorageBase(std::move(impl)));
+  opened->impl_->Register();
+  return opened;
 }
 
 Status StorageBase::Put(const std::vector<RecordBatch>& batches) {
   STRATA_RETURN_IF_ERROR(impl_->CheckWritable());
+  impl_->Register();
   SchemaPtr schema = impl_->Schema();
   std::vector<RecordBatch> aligned;
   for (const RecordBatch& batch : batches) {
@@ -407,6 +504,7 @@ Status StorageBase::Put(const std::vector<RecordBatch>& batches) {
 
 Status StorageBase::DeleteKeys(const std::vector<expr::Scalar>& keys) {
   STRATA_RETURN_IF_ERROR(impl_->CheckWritable());
+  impl_->Register();
   if (keys.empty()) return Status::OK();
   SchemaPtr schema = impl_->Schema();
   STRATA_ASSIGN_OR_RETURN(Array array,
@@ -428,10 +526,12 @@ Status StorageBase::DeleteKeys(const std::vector<expr::Scalar>& keys) {
 
 Status StorageBase::OpenWriter() {
   STRATA_RETURN_IF_ERROR(impl_->CheckWritable());
+  impl_->Register();
   return impl_->GetWriter().status();
 }
 
 Result<FlushOutcome> StorageBase::Flush() {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
   std::shared_ptr<lsm::ShardWriter> writer = impl_->CurrentWriter();
   FlushOutcome outcome = FlushOutcome::kNoop;
   Result<lsm::SealOutcome> sealed = lsm::SealOutcome::kNoop;
@@ -463,6 +563,7 @@ Result<FlushOutcome> StorageBase::Flush() {
 }
 
 Status StorageBase::Close() {
+  impl_->Unregister();
   std::shared_ptr<lsm::ShardWriter> writer;
   {
     MutexLock lock(impl_->writer_mutex);
@@ -476,6 +577,7 @@ Status StorageBase::Close() {
 }
 
 Result<std::vector<RecordBatch>> StorageBase::Scan(const ScanRequest& request) const {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
   lsm::LsmScanOptions options;
   options.columns = request.columns;
   options.filter = request.filter;
@@ -488,6 +590,7 @@ Result<std::vector<RecordBatch>> StorageBase::Scan(const ScanRequest& request) c
 Result<RecordBatch> StorageBase::GetMany(const std::vector<expr::Scalar>& keys,
                                          const std::vector<std::string>& columns,
                                          ListSource source) const {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
   if (keys.size() > lsm::kMaxGetKeys) {
     return Status::InvalidArgument(
         fmt::format("{} keys requested; at most {} per call", keys.size(), lsm::kMaxGetKeys));
@@ -497,12 +600,14 @@ Result<RecordBatch> StorageBase::GetMany(const std::vector<expr::Scalar>& keys,
 }
 
 Result<int64_t> StorageBase::Count(ListSource source, std::string_view filter) const {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
   std::string f(filter);
   return impl_->Read<int64_t>(source,
                               [&](const lsm::LsmView& view) { return lsm::LsmCount(view, f); });
 }
 
 Result<StoreObservation> StorageBase::Observe() const {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
   StoreObservation out;
   std::shared_ptr<table::Table> base = impl_->Pinned();
   if (base == nullptr) {
@@ -532,14 +637,15 @@ Result<StoreObservation> StorageBase::Observe() const {
 }
 
 Result<int64_t> StorageBase::PendingGenerations() const {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
   if (impl_->Pinned() != nullptr) return int64_t{0};
   STRATA_ASSIGN_OR_RETURN(lsm::PendingSummary pending, impl_->reader->SummarizePending({}));
   return pending.generations;
 }
 
-Result<MergeReport> StorageBase::Impl::RunMerge(int min_generations, bool seal_first) {
+Result<std::optional<lsm::PreparedMerge>> StorageBase::Impl::Prepare(int min_generations,
+                                                                     bool seal_first) {
   STRATA_RETURN_IF_ERROR(CheckWritable());
-  MutexLock merge_lock(merge_mutex);
   if (seal_first) {
     if (std::shared_ptr<lsm::ShardWriter> w = CurrentWriter()) {
       ScopedTimer timer(metrics.merge_duration["seal"]);
@@ -557,57 +663,107 @@ Result<MergeReport> StorageBase::Impl::RunMerge(int min_generations, bool seal_f
   merge_options.max_bytes = options.merge_max_bytes;
   merge_options.budget = options.merge_budget.get();
   merge_options.budget_wait_seconds = metrics.budget_wait;
+  Result<std::optional<lsm::PreparedMerge>> prepared = [&] {
+    ScopedTimer timer(metrics.merge_duration["read"]);
+    return lsm::PrepareMerge(base, manifests, *generations, merge_options, min_generations);
+  }();
+  if (!prepared.ok()) Increment(metrics.merge_errors["read"]);
+  return prepared;
+}
+
+Result<MergeReport> StorageBase::Impl::Commit(lsm::PreparedMerge prepared) {
+  // DeleteData waits for merge_mutex before it deletes: a commit after it must not recreate
+  // the base table.
+  STRATA_RETURN_IF_ERROR(CheckWritable());
+  Result<lsm::MergeCommitResult> committed = [&] {
+    ScopedTimer timer(metrics.merge_duration["commit"]);
+    return lsm::CommitMerge(base, manifests, std::move(prepared),
+                            [this](const Uuid& shard_id, std::vector<std::string> paths) {
+                              deleter->Enqueue(shard_id, std::move(paths));
+                            });
+  }();
+  if (!committed.ok()) {
+    Increment(metrics.merge_errors["commit"]);
+    return committed.status();
+  }
+  if (metrics.generations_reclaimed != nullptr) {
+    metrics.generations_reclaimed->Increment(committed->generations_reclaimed);
+  }
+  SweepMergedGenerations();
+  MergeReport report;
+  report.generations_reclaimed = committed->generations_reclaimed;
+  report.rows_merged = committed->rows_merged;
+  report.base_version = committed->base_version;
+  report.follow_up = std::move(committed->drain_status);
+  // The caller reports it (MergeReport::follow_up); the metric counts it.
+  if (!report.follow_up.ok()) Increment(metrics.merge_errors["commit"]);
+  return report;
+}
+
+Result<MergeReport> StorageBase::Impl::RunMerge(int min_generations, bool seal_first) {
+  STRATA_RETURN_IF_ERROR(CheckWritable());
+  MutexLock merge_lock(merge_mutex);
   Status last;
   for (int attempt = 0; attempt < kMergeAttempts; ++attempt) {
-    Result<std::optional<lsm::PreparedMerge>> prepared = [&] {
-      ScopedTimer timer(metrics.merge_duration["read"]);
-      return lsm::PrepareMerge(base, manifests, *generations, merge_options, min_generations);
-    }();
-    if (!prepared.ok()) {
-      Increment(metrics.merge_errors["read"]);
-      return prepared.status();
+    STRATA_ASSIGN_OR_RETURN(std::optional<lsm::PreparedMerge> prepared,
+                            Prepare(min_generations, seal_first && attempt == 0));
+    if (!prepared.has_value()) return MergeReport{};
+    Result<MergeReport> committed = Commit(std::move(*prepared));
+    // A concurrent compaction or merge: prepare again from the new base.
+    if (!committed.ok() && committed.status().code() == StatusCode::kBusy &&
+        attempt + 1 < kMergeAttempts) {
+      last = committed.status();
+      continue;
     }
-    if (!prepared->has_value()) return MergeReport{};
-    Result<lsm::MergeCommitResult> committed = [&] {
-      ScopedTimer timer(metrics.merge_duration["commit"]);
-      return lsm::CommitMerge(base, manifests, std::move(**prepared),
-                              [this](const Uuid& shard_id, std::vector<std::string> paths) {
-                                deleter->Enqueue(shard_id, std::move(paths));
-                              });
-    }();
-    if (!committed.ok()) {
-      Increment(metrics.merge_errors["commit"]);
-      // A concurrent compaction or merge: prepare again from the new base.
-      if (committed.status().code() == StatusCode::kBusy && attempt + 1 < kMergeAttempts) {
-        last = committed.status();
-        continue;
-      }
-      return committed.status();
-    }
-    if (metrics.generations_reclaimed != nullptr) {
-      metrics.generations_reclaimed->Increment(committed->generations_reclaimed);
-    }
-    SweepMergedGenerations();
-    MergeReport report;
-    report.generations_reclaimed = committed->generations_reclaimed;
-    report.rows_merged = committed->rows_merged;
-    report.base_version = committed->base_version;
-    report.follow_up = std::move(committed->drain_status);
-    // The caller reports it (MergeReport::follow_up); the metric counts it.
-    if (!report.follow_up.ok()) Increment(metrics.merge_errors["commit"]);
-    return report;
+    return committed;
   }
   return last;
 }
 
 Result<MergeReport> StorageBase::MaybeMerge() {
-  if (impl_->options.merge_after_generations <= 0) return MergeReport{};
+  if (impl_->options.merge_after_generations <= 0) {
+    STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
+    return MergeReport{};
+  }
   return impl_->RunMerge(impl_->options.merge_after_generations, /*seal_first=*/false);
 }
 
 Result<MergeReport> StorageBase::Cleanup() { return impl_->RunMerge(1, /*seal_first=*/true); }
 
+Result<std::optional<PreparedMerge>> StorageBase::PrepareCountMerge() {
+  STRATA_RETURN_IF_ERROR(impl_->CheckWritable());
+  if (impl_->options.merge_after_generations <= 0) return std::optional<PreparedMerge>();
+  STRATA_ASSIGN_OR_RETURN(std::optional<lsm::PreparedMerge> prepared,
+                          impl_->Prepare(impl_->options.merge_after_generations, false));
+  if (!prepared.has_value()) return std::optional<PreparedMerge>();
+  auto state = std::make_unique<PreparedMerge::State>();
+  state->owner = impl_.get();
+  state->merge = std::move(*prepared);
+  return std::optional<PreparedMerge>(PreparedMerge(std::move(state)));
+}
+
+Result<std::optional<PreparedMerge>> StorageBase::PrepareCleanupMerge() {
+  STRATA_ASSIGN_OR_RETURN(std::optional<lsm::PreparedMerge> prepared,
+                          impl_->Prepare(1, /*seal_first=*/true));
+  if (!prepared.has_value()) return std::optional<PreparedMerge>();
+  auto state = std::make_unique<PreparedMerge::State>();
+  state->owner = impl_.get();
+  state->merge = std::move(*prepared);
+  return std::optional<PreparedMerge>(PreparedMerge(std::move(state)));
+}
+
+Result<MergeReport> StorageBase::CommitPreparedMerge(PreparedMerge prepared) {
+  if (prepared.state_ == nullptr || prepared.state_->owner != impl_.get()) {
+    return Status::InvalidArgument(
+        "CommitPreparedMerge: the merge was prepared by another store handle (or moved from)");
+  }
+  STRATA_RETURN_IF_ERROR(impl_->CheckWritable());
+  MutexLock merge_lock(impl_->merge_mutex);
+  return impl_->Commit(std::move(prepared.state_->merge));
+}
+
 Result<bool> StorageBase::CountMergeDue() const {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
   if (impl_->options.merge_after_generations <= 0 || impl_->Pinned() != nullptr) return false;
   Result<lsm::pb::ShardManifest> manifest = impl_->manifests.ReadLatest();
   if (!manifest.ok()) {
@@ -619,17 +775,112 @@ Result<bool> StorageBase::CountMergeDue() const {
 
 Result<table::CompactionResult> StorageBase::Compact(const table::CompactionOptions& options) {
   STRATA_RETURN_IF_ERROR(impl_->CheckWritable());
-  MutexLock lock(impl_->compact_mutex);
+  {
+    MutexLock lock(impl_->compaction_mutex);
+    if (impl_->compacting) {
+      return Status::Busy(
+          fmt::format("{} on store '{}'", kCompactionInProgress, impl_->Location()));
+    }
+    impl_->compacting = true;
+  }
+  Result<table::CompactionResult> result = [&]() -> Result<table::CompactionResult> {
+    MutexLock lock(impl_->compact_mutex);
+    STRATA_RETURN_IF_ERROR(impl_->CheckAlive());  // DeleteData ran while this one waited
+    STRATA_RETURN_IF_ERROR(impl_->base->Refresh());
+    return impl_->base->Compact(options);
+  }();
+  MutexLock lock(impl_->compaction_mutex);
+  impl_->compacting = false;
+  if (result.ok()) {
+    impl_->last_compaction_micros = impl_->clock->NowMicros();
+    impl_->last_compaction_error = Status::OK();
+    ++impl_->total_compactions;
+  } else {
+    impl_->last_compaction_error = result.status();
+  }
+  return result;
+}
+
+Result<bool> StorageBase::ShouldCompact(int64_t min_fragments,
+                                        const std::vector<QuietHours>& quiet_hours) const {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
+  for (const QuietHours& range : quiet_hours) {
+    if (range.start_hour < 0 || range.start_hour > 23 || range.end_hour < 0 ||
+        range.end_hour > 24) {
+      return Status::InvalidArgument(
+          fmt::format("quiet hours [{}, {}) out of range (start 0-23, end 0-24, UTC)",
+                      range.start_hour, range.end_hour));
+    }
+  }
+  if (impl_->Pinned() != nullptr) return false;
+  constexpr int64_t kMicrosPerHour = int64_t{3600} * 1000000;
+  int64_t hours = impl_->clock->NowMicros() / kMicrosPerHour;
+  int hour = static_cast<int>(((hours % 24) + 24) % 24);
+  for (const QuietHours& range : quiet_hours) {
+    if (InQuietHours(hour, range)) return false;
+  }
   STRATA_RETURN_IF_ERROR(impl_->base->Refresh());
-  return impl_->base->Compact(options);
+  STRATA_ASSIGN_OR_RETURN(table::TableStats stats, impl_->base->Stats());
+  return stats.num_fragments >= min_fragments;
+}
+
+Result<bool> StorageBase::ShouldCompact(const CompactionPolicy& policy) const {
+  return ShouldCompact(policy.min_fragments, policy.quiet_hours);
+}
+
+Result<CompactionStats> StorageBase::GetCompactionStats() const {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
+  CompactionStats out;
+  std::shared_ptr<table::Table> base = impl_->Pinned();
+  if (base == nullptr) {
+    base = impl_->base;
+    STRATA_RETURN_IF_ERROR(base->Refresh());
+  }
+  STRATA_ASSIGN_OR_RETURN(table::TableStats stats, base->Stats());
+  out.total_fragments = stats.num_fragments;
+  MutexLock lock(impl_->compaction_mutex);
+  out.is_compacting = impl_->compacting;
+  out.last_compaction_micros = impl_->last_compaction_micros;
+  out.last_error = impl_->last_compaction_error;
+  out.total_compactions = impl_->total_compactions;
+  return out;
 }
 
 Result<table::RepairReport> StorageBase::Repair() {
   STRATA_RETURN_IF_ERROR(impl_->CheckWritable());
   MutexLock lock(impl_->compact_mutex);
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
   STRATA_RETURN_IF_ERROR(impl_->base->Refresh());
   return impl_->base->Repair();
 }
+
+Status StorageBase::DeleteData() {
+  impl_->deleted.store(true, std::memory_order_release);
+  impl_->Unregister();
+  std::shared_ptr<lsm::ShardWriter> writer;
+  {
+    MutexLock lock(impl_->writer_mutex);
+    writer = std::move(impl_->writer);
+    impl_->writer.reset();
+  }
+  // The rows of this writer are deleted with the store: nothing to seal.
+  if (writer != nullptr) writer->CloseWithoutSeal().IgnoreError();
+  {
+    // Merges, compactions and repairs of this handle that are running end first (later ones
+    // see the deleted flag once they hold the lock).
+    MutexLock merge_lock(impl_->merge_mutex);
+    MutexLock compact_lock(impl_->compact_mutex);
+  }
+  impl_->deleter->Stop();
+  Result<int64_t> removed = impl_->store->DeletePrefix(impl_->prefix);
+  if (!removed.ok()) {
+    return removed.status().WithContext(
+        fmt::format("deleting the store at '{}'", impl_->Location()));
+  }
+  return Status::OK();
+}
+
+bool StorageBase::deleted() const { return impl_->deleted.load(std::memory_order_acquire); }
 
 void StorageBase::WaitForPendingDeletions() const { impl_->deleter->WaitIdle(); }
 
@@ -639,6 +890,7 @@ uint64_t StorageBase::version() const {
 }
 
 Status StorageBase::Checkout(uint64_t version) {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> at, impl_->base->Checkout(version));
   MutexLock lock(impl_->state_mutex);
   impl_->pinned = std::move(at);
@@ -646,6 +898,7 @@ Status StorageBase::Checkout(uint64_t version) {
 }
 
 Status StorageBase::RefreshLatest() {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
   {
     MutexLock lock(impl_->state_mutex);
     impl_->pinned.reset();
