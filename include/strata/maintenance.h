@@ -81,8 +81,9 @@ struct MaintenanceProgress {
   int64_t actions_started = 0;   // by background passes
   int64_t actions_finished = 0;  // by background passes, including timed-out ones that ended
   int64_t timeouts = 0;
-  int64_t skipped = 0;  // stores a background tick skipped (busy or pinned)
-  int registered = 0;   // handles registered now
+  int64_t skipped = 0;    // stores a background tick skipped (busy or pinned)
+  int registered = 0;     // handles registered now
+  bool stopping = false;  // Stop has begun
 };
 
 class Maintenance {

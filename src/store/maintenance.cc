@@ -3,10 +3,12 @@
 // and the timeout accounting for actions that run too long.
 //
 // Invariants (all under State::mutex):
-//   - an Entry is `busy` from the moment an action for it is queued (or a synchronous pass
-//     claims it) until that action ends; `running` while the action executes;
-//   - an Entry is erased only when it is not running (Unregister waits), so the StorageBase*
-//     an action uses stays valid for the action's whole run;
+//   - each job of an Entry is `busy` from the moment an action of that job is queued (or a
+//     synchronous pass claims it) until the action ends, `running` while it executes: at most
+//     one action per store and job (the jobs of one store may run at the same time, as the
+//     reference's sweepers do; StorageBase serialises what must be);
+//   - an Entry is erased only when none of its jobs is running (Unregister waits), so the
+//     StorageBase* an action uses stays valid for the action's whole run;
 //   - a background pass is complete when each of its queued actions ended, timed out, or
 //     was dropped (its store left, or Stop).
 #include "strata/maintenance.h"
@@ -50,10 +52,12 @@ std::string_view JobName(MaintenanceJob job) {
 
 int64_t SecondsToNanos(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
 
-// The outcome of one action, before it is counted.
+// The outcome of one action, counted in metrics when it ends in time.
 struct ActionOutcome {
   bool ok = true;
-  bool skipped = false;  // pinned handle: nothing was done
+  bool skipped = false;           // pinned handle: nothing was done
+  std::string_view result;        // the job's metric result; "" = nothing to count
+  std::string_view merge_result;  // the count-triggered merge after a flush; "" = none
   int64_t generations_reclaimed = 0;
   int compactions = 0;
 };
@@ -61,18 +65,27 @@ struct ActionOutcome {
 }  // namespace
 
 struct Maintenance::State {
+  struct JobSlot {
+    bool busy = false;     // an action of the job is queued or running
+    bool running = false;  // the action runs now
+    bool timed_out = false;
+    uint64_t pass = 0;  // the background pass of the running action; 0 = synchronous
+    int64_t started_nanos = 0;
+    int64_t timeout_nanos = kNoTimeout;
+  };
   struct Entry {
     StorageBase* store = nullptr;
     std::string name;
     std::string kind;
-    bool busy = false;     // an action is queued or running
-    bool running = false;  // the action runs now
-    bool removed = false;  // Unregister waits for the running action
-    bool timed_out = false;
-    MaintenanceJob job = MaintenanceJob::kFlush;
-    uint64_t pass = 0;  // the background pass of the running action; 0 = synchronous
-    int64_t started_nanos = 0;
-    int64_t timeout_nanos = kNoTimeout;
+    bool removed = false;  // Unregister waits for the running actions
+    JobSlot jobs[kJobs];
+    JobSlot& slot(MaintenanceJob job) { return jobs[JobIndex(job)]; }
+    bool AnyRunning() const {
+      for (const JobSlot& j : jobs) {
+        if (j.running) return true;
+      }
+      return false;
+    }
   };
   struct Task {
     uint64_t entry = 0;
@@ -150,9 +163,18 @@ struct Maintenance::State {
     if (stores_gauge != nullptr) stores_gauge->Set(static_cast<double>(entries.size()));
   }
 
-  // Runs `job` on `store` and counts its result (no lock held).
-  ActionOutcome RunAction(StorageBase& store, MaintenanceJob job, const std::string& name,
-                          const std::string& kind) {
+  // Counts an action that ended in time.
+  void CountOutcome(MaintenanceJob job, const std::string& kind, const ActionOutcome& outcome) {
+    if (!outcome.result.empty()) CountResult(job, outcome.result, kind);
+    if (!outcome.merge_result.empty()) {
+      Count("strata_wal_count_merge_total", "Count-triggered merges after maintenance flushes",
+            outcome.merge_result, kind);
+    }
+    CountReclaimed(kind, outcome.generations_reclaimed);
+  }
+
+  // Runs `job` on `store` (no lock held); the caller counts the outcome.
+  ActionOutcome RunAction(StorageBase& store, MaintenanceJob job, const std::string& name) {
     ActionOutcome out;
     if (store.pinned()) {
       out.skipped = true;
@@ -164,11 +186,11 @@ struct Maintenance::State {
         if (!flushed.ok()) {
           LogWarning("maintenance: flush of store {} failed: {}", name,
                      flushed.status().ToString());
-          CountResult(job, "failed", kind);
+          out.result = "failed";
           out.ok = false;
           return out;
         }
-        CountResult(job, "ok", kind);
+        out.result = "ok";
         // The count trigger rides the flush timer.
         Result<bool> due = store.CountMergeDue();
         if (!due.ok() || !*due) return out;
@@ -176,19 +198,16 @@ struct Maintenance::State {
         if (!merged.ok()) {
           LogWarning("maintenance: count-triggered merge of store {} failed: {}", name,
                      merged.status().ToString());
-          Count("strata_wal_count_merge_total", "Count-triggered merges after maintenance flushes",
-                "failed", kind);
+          out.merge_result = "failed";
           out.ok = false;
           return out;
         }
-        Count("strata_wal_count_merge_total", "Count-triggered merges after maintenance flushes",
-              merged->generations_reclaimed > 0 ? "merged" : "noop", kind);
+        out.merge_result = merged->generations_reclaimed > 0 ? "merged" : "noop";
         if (!merged->complete()) {
           LogWarning("maintenance: merge of store {} committed, then: {}", name,
                      merged->follow_up.ToString());
         }
         out.generations_reclaimed = merged->generations_reclaimed;
-        CountReclaimed(kind, merged->generations_reclaimed);
         return out;
       }
       case MaintenanceJob::kCleanup: {
@@ -196,17 +215,16 @@ struct Maintenance::State {
         if (!merged.ok()) {
           LogWarning("maintenance: cleanup of store {} failed: {}", name,
                      merged.status().ToString());
-          CountResult(job, "failed", kind);
+          out.result = "failed";
           out.ok = false;
           return out;
         }
-        CountResult(job, merged->generations_reclaimed > 0 ? "merged" : "noop", kind);
+        out.result = merged->generations_reclaimed > 0 ? "merged" : "noop";
         if (!merged->complete()) {
           LogWarning("maintenance: merge of store {} committed, then: {}", name,
                      merged->follow_up.ToString());
         }
         out.generations_reclaimed = merged->generations_reclaimed;
-        CountReclaimed(kind, merged->generations_reclaimed);
         return out;
       }
       case MaintenanceJob::kCompaction: {
@@ -214,23 +232,24 @@ struct Maintenance::State {
         if (!due.ok()) {
           LogWarning("maintenance: compaction check of store {} failed: {}", name,
                      due.status().ToString());
-          CountResult(job, "failed", kind);
+          out.result = "failed";
           out.ok = false;
           return out;
         }
         if (!*due) return out;
         Result<table::CompactionResult> compacted = store.Compact(options.compaction.options);
         if (!compacted.ok()) {
+          // Another compaction of this handle (its owner's) is running: not a failure.
           const bool busy = IsCompactionInProgress(compacted.status());
           if (!busy) {
             LogWarning("maintenance: compaction of store {} failed: {}", name,
                        compacted.status().ToString());
           }
-          CountResult(job, busy ? "busy" : "failed", kind);
+          out.result = busy ? "busy" : "failed";
           out.ok = busy;
           return out;
         }
-        CountResult(job, "success", kind);
+        out.result = "success";
         out.compactions = 1;
         return out;
       }
@@ -263,11 +282,11 @@ struct Maintenance::State {
     int queued = 0;
     for (auto& [id, entry] : entries) {
       if (entry.removed) continue;
-      if (entry.busy) {
+      if (entry.slot(job).busy) {
         ++counters.skipped;
         continue;
       }
-      entry.busy = true;
+      entry.slot(job).busy = true;
       queue.push_back(Task{id, job, pass});
       ++queued;
     }
@@ -281,21 +300,25 @@ struct Maintenance::State {
   int64_t CheckTimeoutsLocked(int64_t now) STRATA_REQUIRES(mutex) {
     int64_t nearest = kNoTimeout;
     for (auto& [id, entry] : entries) {
-      if (!entry.running || entry.timed_out || entry.timeout_nanos == kNoTimeout) continue;
-      const int64_t deadline = entry.started_nanos + entry.timeout_nanos;
-      if (now < deadline) {
-        nearest = std::min(nearest, deadline);
-        continue;
+      for (int j = 0; j < kJobs; ++j) {
+        JobSlot& slot = entry.jobs[j];
+        if (!slot.running || slot.timed_out || slot.timeout_nanos == kNoTimeout) continue;
+        const int64_t deadline = slot.started_nanos + slot.timeout_nanos;
+        if (now < deadline) {
+          nearest = std::min(nearest, deadline);
+          continue;
+        }
+        const auto job = static_cast<MaintenanceJob>(j);
+        slot.timed_out = true;
+        ++counters.timeouts;
+        LogWarning(
+            "maintenance: {} of store {} has run longer than {} s; skipping the store until it "
+            "ends",
+            JobName(job), entry.name, slot.timeout_nanos / 1000000000);
+        CountResult(job, "timeout", entry.kind);
+        FinishPassAction(slot.pass);
+        progress.SignalAll();
       }
-      entry.timed_out = true;
-      ++counters.timeouts;
-      LogWarning(
-          "maintenance: {} of store {} has run longer than {} s; skipping the store until "
-          "it ends",
-          JobName(entry.job), entry.name, entry.timeout_nanos / 1000000000);
-      CountResult(entry.job, "timeout", entry.kind);
-      FinishPassAction(entry.pass);
-      progress.SignalAll();
     }
     return nearest;
   }
@@ -340,18 +363,18 @@ struct Maintenance::State {
       queue.pop_front();
       auto it = entries.find(task.entry);
       if (it == entries.end() || it->second.removed) {
-        if (it != entries.end()) it->second.busy = false;
+        if (it != entries.end()) it->second.slot(task.job).busy = false;
         FinishPassAction(task.pass);
         progress.SignalAll();
         continue;
       }
       Entry& entry = it->second;
-      entry.running = true;
-      entry.timed_out = false;
-      entry.job = task.job;
-      entry.pass = task.pass;
-      entry.started_nanos = clock->MonotonicNanos();
-      entry.timeout_nanos = TimeoutNanos(task.job);
+      JobSlot& slot = entry.slot(task.job);
+      slot.running = true;
+      slot.timed_out = false;
+      slot.pass = task.pass;
+      slot.started_nanos = clock->MonotonicNanos();
+      slot.timeout_nanos = TimeoutNanos(task.job);
       ++counters.actions_started;
       timer.Signal();  // the timer thread watches the new deadline
       progress.SignalAll();
@@ -361,14 +384,17 @@ struct Maintenance::State {
 
   void EndTask(const Claimed& claimed, const ActionOutcome& outcome) {
     MutexLock lock(mutex);
-    Entry& ended = entries.at(claimed.task.entry);  // Unregister waits for `running`
+    // Unregister waits for `running`.
+    JobSlot& ended = entries.at(claimed.task.entry).slot(claimed.task.job);
     ended.running = false;
     ended.busy = false;
     if (ended.timed_out) {
+      // Counted as a timeout already; its own result is not counted on top.
       LogWarning("maintenance: {} of store {} ended after its timeout ({})",
                  JobName(claimed.task.job), claimed.name, outcome.ok ? "ok" : "failed");
     } else {
       if (outcome.skipped) ++counters.skipped;
+      CountOutcome(claimed.task.job, claimed.kind, outcome);
       FinishPassAction(claimed.task.pass);
     }
     ended.timed_out = false;
@@ -378,8 +404,7 @@ struct Maintenance::State {
 
   void WorkerLoop() {
     while (std::optional<Claimed> claimed = TakeTask()) {
-      ActionOutcome outcome =
-          RunAction(*claimed->store, claimed->task.job, claimed->name, claimed->kind);
+      ActionOutcome outcome = RunAction(*claimed->store, claimed->task.job, claimed->name);
       EndTask(*claimed, outcome);
     }
   }
@@ -403,27 +428,28 @@ struct Maintenance::State {
         if (it == entries.end() || it->second.removed) continue;
         ++report.stores;
         Entry& entry = it->second;
-        if (entry.busy) {
+        JobSlot& slot = entry.slot(job);
+        if (slot.busy) {
           ++report.skipped;
           continue;
         }
-        entry.busy = true;
-        entry.running = true;
-        entry.timed_out = false;
-        entry.job = job;
-        entry.pass = 0;
-        entry.started_nanos = clock->MonotonicNanos();
-        entry.timeout_nanos = kNoTimeout;  // the caller's thread: no timeout
+        slot.busy = true;
+        slot.running = true;
+        slot.timed_out = false;
+        slot.pass = 0;
+        slot.started_nanos = clock->MonotonicNanos();
+        slot.timeout_nanos = kNoTimeout;  // the caller's thread: no timeout
         store = entry.store;
         name = entry.name;
         kind = entry.kind;
       }
-      ActionOutcome outcome = RunAction(*store, job, name, kind);
+      ActionOutcome outcome = RunAction(*store, job, name);
+      CountOutcome(job, kind, outcome);
       {
         MutexLock lock(mutex);
-        Entry& entry = entries.at(id);
-        entry.running = false;
-        entry.busy = false;
+        JobSlot& slot = entries.at(id).slot(job);
+        slot.running = false;
+        slot.busy = false;
         progress.SignalAll();
       }
       if (outcome.skipped) {
@@ -494,6 +520,8 @@ void Maintenance::Stop() {
   {
     MutexLock lock(s.mutex);
     s.stopping = true;
+    s.counters.stopping = true;
+    s.progress.SignalAll();
     s.work.SignalAll();
     s.timer.SignalAll();
   }
@@ -504,7 +532,7 @@ void Maintenance::Stop() {
   // Queued actions are dropped; their stores are free for synchronous passes.
   for (const State::Task& task : s.queue) {
     auto it = s.entries.find(task.entry);
-    if (it != s.entries.end()) it->second.busy = false;
+    if (it != s.entries.end()) it->second.slot(task.job).busy = false;
     s.FinishPassAction(task.pass);
   }
   s.queue.clear();
@@ -561,7 +589,7 @@ void Maintenance::Unregister(StorageBase* store) {
   const uint64_t entry_id = id->second;
   s.ids.erase(id);
   s.entries.at(entry_id).removed = true;
-  while (s.entries.at(entry_id).running) s.progress.Wait(s.mutex);
+  while (s.entries.at(entry_id).AnyRunning()) s.progress.Wait(s.mutex);
   // A queued action of this store finds no entry and completes its pass as dropped.
   s.entries.erase(entry_id);
   s.UpdateGauge();
