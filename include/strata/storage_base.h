@@ -18,7 +18,7 @@
 // Merges fold a shard's oldest pending generations into the base table (Prepare reads,
 // appends keep running; Commit is one base commit + a relative drain of the shard manifest;
 // only the owner of a shard merges it). Compaction of the base runs beside merges and
-// appends; one compactor at a time per handle.
+// appends; one compactor at a time per handle (a second one is refused, not queued).
 //
 // Thread safety: one handle may be shared by any number of threads, and every method but
 // the destructor may be called concurrently. Puts and DeleteKeys from many threads share
@@ -27,10 +27,11 @@
 // Count, Observe, PendingGenerations) hold no lock while they do I/O and do not wait for
 // puts, merges or compactions (with read_own_writes, only for a writer being opened, which
 // replays the WAL); each builds its own view (base version, shard manifests, own memtable
-// snapshot). On one handle, merges are serialised (MaybeMerge and Cleanup wait for each
-// other) and so are Compact and Repair; a merge and a compaction may run at the same time,
-// and a merge whose base commit conflicts with the compaction prepares again (3 attempts,
-// then Busy). Checkout pins the handle for every later call: reads already running finish
+// snapshot). On one handle, merge commits are serialised (MaybeMerge, Cleanup and
+// CommitPreparedMerge wait for each other; Prepare*Merge waits for nobody); a second Compact
+// fails at once (IsCompactionInProgress) and Repair waits for a Compact; a merge and a
+// compaction may run at the same time, and a merge whose base commit conflicts with the
+// compaction prepares again (3 attempts, then Busy). Checkout pins the handle for every later call: reads already running finish
 // on the view they built (one that must retry builds its next view at the pinned version),
 // later reads see the pinned base version only, and Put, DeleteKeys, OpenWriter,
 // MaybeMerge, Cleanup, Compact and Repair fail with InvalidArgument until RefreshLatest (a
@@ -49,10 +50,15 @@
 // overlaps a change of its shard's owner fails with Fenced; of two merges of the same
 // generations, one commits to the base and the other only drains.
 //
+// Maintenance (docs/maintenance.md): the prepare/commit merge split, ShouldCompact and
+// GetCompactionStats, DeleteData; a handle opened with StorageBaseOptions::maintenance is
+// swept by that component (include/strata/maintenance.h) until it is closed or dropped.
+//
 // Errors: InvalidArgument for bad input (nothing written), Fenced when another writer
 // claimed this shard (Put reopens the writer and retries once first), Unavailable for
 // reads refused past the pending-generation cap (retry after merges catch up), Busy for
-// retryable conflicts, NotFound for a missing store with create_if_missing == false.
+// retryable conflicts, NotFound for a missing store with create_if_missing == false and for
+// every call on a handle whose store DeleteData removed.
 #pragma once
 
 #include <cstdint>
