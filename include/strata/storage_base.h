@@ -31,14 +31,14 @@
 // CommitPreparedMerge wait for each other; Prepare*Merge waits for nobody); a second Compact
 // fails at once (IsCompactionInProgress) and Repair waits for a Compact; a merge and a
 // compaction may run at the same time, and a merge whose base commit conflicts with the
-// compaction prepares again (3 attempts, then Busy). Checkout pins the handle for every later call: reads already running finish
-// on the view they built (one that must retry builds its next view at the pinned version),
-// later reads see the pinned base version only, and Put, DeleteKeys, OpenWriter,
-// MaybeMerge, Cleanup, Compact and Repair fail with InvalidArgument until RefreshLatest (a
-// write that passed that check before the pin completes normally); Flush and Close still
-// seal what was written. RefreshLatest unpins and moves the handle to the newest base
-// version. A write that races with Close may fail with InvalidArgument ("writer closed"); a
-// write after Close opens a new writer, claiming the shard again.
+// compaction prepares again (3 attempts, then Busy). Checkout pins the handle for every later call:
+// reads already running finish on the view they built (one that must retry builds its next view at
+// the pinned version), later reads see the pinned base version only, and Put, DeleteKeys,
+// OpenWriter, MaybeMerge, Cleanup, Compact and Repair fail with InvalidArgument until RefreshLatest
+// (a write that passed that check before the pin completes normally); Flush and Close still seal
+// what was written. RefreshLatest unpins and moves the handle to the newest base version. A write
+// that races with Close may fail with InvalidArgument ("writer closed"); a write after Close opens
+// a new writer, claiming the shard again.
 //
 // Several handles, in one process or many, may share a store. They hold no locks on each
 // other: their base commits (merges, compactions) race optimistically as table.h describes,
@@ -242,7 +242,8 @@ struct StoreObservation {
 // A merge read by Prepare*Merge and not yet committed: the de-duplicated rows of the
 // own shard's oldest pending generations (in memory, with their merge-budget reservation,
 // released when the handle is committed or dropped). Opaque and move-only; commit it with
-// CommitPreparedMerge of the handle that prepared it.
+// CommitPreparedMerge of the handle that prepared it. It must not outlive that handle's
+// merge budget.
 class PreparedMerge {
  public:
   PreparedMerge(PreparedMerge&&) noexcept;

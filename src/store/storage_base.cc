@@ -673,8 +673,9 @@ Result<std::optional<lsm::PreparedMerge>> StorageBase::Impl::Prepare(int min_gen
 
 Result<MergeReport> StorageBase::Impl::Commit(lsm::PreparedMerge prepared) {
   // DeleteData waits for merge_mutex before it deletes: a commit after it must not recreate
-  // the base table.
-  STRATA_RETURN_IF_ERROR(CheckWritable());
+  // the base table. (A pin taken after the merge's writability check does not stop it, as
+  // for other writes.)
+  STRATA_RETURN_IF_ERROR(CheckAlive());
   Result<lsm::MergeCommitResult> committed = [&] {
     ScopedTimer timer(metrics.merge_duration["commit"]);
     return lsm::CommitMerge(base, manifests, std::move(prepared),

@@ -63,6 +63,26 @@ TEST_F(StorageBaseMaintenanceTest, StalePrepareCommitsNothing) {
   EXPECT_EQ(observed.pending_generations, 0);
 }
 
+TEST_F(StorageBaseMaintenanceTest, PrepareDoesNotWaitForACommitInFlight) {
+  auto parking = std::make_shared<testing::ParkingStore>(store_);
+  ASSERT_OK_AND_ASSIGN(auto base, OpenItems({}, parking));
+  ASSERT_OK(base->Put({Items("a", 2)}));
+  parking->Arm(BaseManifestKey(base->version() + 1));
+  Result<MergeReport> cleanup = Status::Internal("not run");
+  std::thread merger([&] { cleanup = base->Cleanup(); });
+  parking->WaitUntilParked();  // the cleanup holds the merge lock in its base commit
+  ASSERT_OK_AND_ASSIGN(std::optional<PreparedMerge> prepared, base->PrepareCleanupMerge());
+  ASSERT_TRUE(prepared.has_value());  // the generation is still pending
+  EXPECT_EQ(prepared->generations(), 1);
+  parking->Release();
+  merger.join();
+  ASSERT_OK(cleanup.status());
+  EXPECT_EQ(cleanup->generations_reclaimed, 1);
+  ASSERT_OK_AND_ASSIGN(MergeReport stale, base->CommitPreparedMerge(std::move(*prepared)));
+  EXPECT_EQ(stale.generations_reclaimed, 0);
+  EXPECT_OK_AND_EQ_(base->Count(ListSource::kFragments), 2);
+}
+
 TEST_F(StorageBaseMaintenanceTest, PrepareCountMergeWaitsForTheThreshold) {
   StorageBaseOptions options;
   options.merge_after_generations = 2;
