@@ -58,6 +58,18 @@ Result<std::unique_ptr<RolloutStore>> OpenStore(const std::string& dir, const st
   if (objects == nullptr) {
     STRATA_ASSIGN_OR_RETURN(objects, OpenLocalObjectStore(dir, {.sync = sync}));
   }
+  if (has_table) {
+    // A store of another kind is refused before RolloutStore::Open, whose schema evolution
+    // would add the rollout columns to it.
+    Result<std::shared_ptr<table::Table>> base = table::Table::Open(objects, "");
+    if (!base.ok()) return base.status().WithContext(dir);
+    STRATA_ASSIGN_OR_RETURN(std::optional<std::string> owner,
+                            store::OwningStoreKind(*objects, "", *(*base)->schema()));
+    if (owner && *owner != store::kRolloutStoreKind && *owner != store::kUnrecordedStoreKind) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: not a rollout store: it is a {} store (use `strata {} ...`)", dir, *owner, *owner));
+    }
+  }
   store::RolloutStoreOptions options;
   options.base.shard_id = shard;
   options.base.seal_on_close = seal_on_close;
