@@ -183,12 +183,14 @@ class GenericStore {
   // --- Reads ---------------------------------------------------------------------------
   // Live rows ordered by id, filtered, then offset/limit.
   Result<std::vector<RecordBatch>> List(const GenericListRequest& request = {}) const;
-  // The row of `id` (0 or 1 rows). `columns` empty = every non-blob column; blob columns
-  // are read only when named; `id` is always included.
-  Result<RecordBatch> Get(std::string_view id, const std::vector<std::string>& columns = {}) const;
-  // Rows of up to 1,024 ids in request order, missing ids skipped.
+  // The row of `id` (0 or 1 rows) from `source`. `columns` empty = every non-blob column;
+  // blob columns are read only when named; `id` is always included (first when not named).
+  Result<RecordBatch> Get(std::string_view id, const std::vector<std::string>& columns = {},
+                          ListSource source = ListSource::kAll) const;
+  // Rows of up to 1,024 ids in request order, missing ids skipped; columns as Get.
   Result<RecordBatch> GetMany(const std::vector<std::string>& ids,
-                              const std::vector<std::string>& columns = {}) const;
+                              const std::vector<std::string>& columns = {},
+                              ListSource source = ListSource::kAll) const;
   Result<int64_t> Count(ListSource source = ListSource::kAll, std::string_view filter = {}) const;
   Result<StoreObservation> Observe() const;
 

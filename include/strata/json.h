@@ -16,7 +16,8 @@
 //                             tiny ones become 0. (Numbers beyond a double's range are
 //                             malformed JSON for any column, as in nlohmann-json.)
 //   utf8 / large_utf8         JSON strings (invalid UTF-8 in the input is an error).
-//   binary / large_binary     Base64 strings (RFC 4648, padded, strict).
+//   binary / large_binary     Base64 strings (RFC 4648, padded, strict); reading also takes
+//                             arrays of integers 0..255 with binary_as_byte_arrays.
 //   timestamp[us]             Reading: integer microseconds since the epoch or an RFC 3339
 //                             string ("2024-05-01T12:34:56.5+02:00", "2024-05-01"; see
 //                             ParseTimestampMicros in util/text_codec.h). Writing:
@@ -54,9 +55,38 @@
 
 namespace strata::json {
 
+// The first value error of a read, for JsonReadOptions::describe_value_error. Malformed JSON
+// and a top-level value that is not a row are not value errors.
+struct JsonValueError {
+  enum class Kind {
+    kUnknownKey,    // a key not in the schema (without ignore_unknown_fields)
+    kDuplicateKey,  // a key given twice in one object
+    kMissing,       // a non-nullable field's key is missing
+    kNull,          // null for a non-nullable field or list element
+    kWrongType,     // a value the field's type does not take (wrong kind, out of range, bad
+                    // base64 or timestamp text, a byte array element that is not 0..255)
+    kWrongLength,   // a fixed_size_list array with the wrong number of elements
+  };
+  Kind kind = Kind::kWrongType;
+  int64_t row = 0;               // as in the default messages: 1-based line or array element
+  int64_t row_index = 0;         // 0-based among the rows the reader decoded (blank lines skipped)
+  std::string column;            // column path, e.g. "meta.tags[2]" (the key for kUnknownKey)
+  const Field* field = nullptr;  // the value's field (a list's element field); null for
+                                 // kUnknownKey; valid only during the call
+  std::string found;             // kWrongType, kNull: the value, e.g. `string "abc"`
+  std::string detail;            // kWrongType: why, e.g. "out of range" (may be empty)
+  int64_t length = 0;            // kWrongLength: the elements found
+  std::string message;           // the default message
+};
+
 struct JsonReadOptions {
   // Skip keys that are not in the schema (their values must still be well-formed JSON).
   bool ignore_unknown_fields = false;
+  // binary / large_binary also accept a JSON array of integers 0..255, one per byte.
+  bool binary_as_byte_arrays = false;
+  // When set, the message of a value error is what this returns for it (the error stays
+  // InvalidArgument and the call still returns no data).
+  std::function<std::string(const JsonValueError&)> describe_value_error;
   // Accept strings holding a JSON number ("42", "-1.5e3") for integer and float columns, with
   // the same exactness and range rules as numbers.
   bool strings_as_numbers = false;
@@ -67,6 +97,12 @@ struct JsonReadOptions {
 struct JsonWriteOptions {
   // Write timestamps as integer microseconds instead of RFC 3339 strings.
   bool timestamps_as_micros = false;
+  // Leave the keys of null columns out of the row objects (null list elements and struct
+  // fields are still written as null).
+  bool omit_nulls = false;
+  // Write NaN and the infinities as null instead of the strings "NaN", "Infinity",
+  // "-Infinity".
+  bool non_finite_as_null = false;
 };
 
 // Parses JSON Lines text (one object per line; blank or whitespace-only lines are skipped;

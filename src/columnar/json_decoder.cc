@@ -31,8 +31,9 @@ using Json = nlohmann::json;
 struct Frame {
   BuilderNode* node;
   bool is_list;
-  int field;      // object: index of the current key's field, -1 for an ignored key
-  int64_t count;  // array: elements started so far; the current one is count - 1
+  int field;           // object: index of the current key's field, -1 for an ignored key
+  int64_t count;       // array: elements started so far; the current one is count - 1
+  bool bytes = false;  // a binary value given as an array of byte values
 };
 
 // "[json.exception.parse_error.101] parse error at line 1, column 8: syntax error ..." ->
@@ -131,7 +132,13 @@ class RowDecoder::Handler {
   bool null() {
     BuilderNode* node = nullptr;
     if (!Slot(&node, "null")) return error_.ok();
-    if (!node->nullable()) return Fail(*node, "null", " (column is not nullable)");
+    if (!node->nullable()) {
+      return ValueError(JsonValueError::Kind::kNull, node->field, Path(frames_.size()), "null", {},
+                        0,
+                        fmt::format("row {}, column '{}': expected {}, found null (column is not "
+                                    "nullable)",
+                                    row_, Path(frames_.size()), node->type_name));
+    }
     node->builder->AppendNull();
     return true;
   }
@@ -147,6 +154,9 @@ class RowDecoder::Handler {
 
   bool number_integer(int64_t value) {
     const auto describe = [value] { return fmt::format("number {}", value); };
+    if (InBytes()) {
+      return AppendByte(value >= 0 && value <= 255 ? static_cast<int>(value) : -1, describe);
+    }
     BuilderNode* node = nullptr;
     if (!Slot(&node, describe)) return error_.ok();
     const bool negative = value < 0;
@@ -157,6 +167,7 @@ class RowDecoder::Handler {
 
   bool number_unsigned(uint64_t value) {
     const auto describe = [value] { return fmt::format("number {}", value); };
+    if (InBytes()) return AppendByte(value <= 255 ? static_cast<int>(value) : -1, describe);
     BuilderNode* node = nullptr;
     if (!Slot(&node, describe)) return error_.ok();
     return AppendInteger(*node, false, value, describe);
@@ -188,6 +199,7 @@ class RowDecoder::Handler {
       }
       return OpenObject(&root_);
     }
+    if (InBytes()) return AppendByte(-1, [] { return std::string("object"); });
     BuilderNode* node = Target();
     if (node == nullptr) {
       skip_depth_ = 1;
@@ -212,16 +224,15 @@ class RowDecoder::Handler {
     if (index < 0) {
       frame.field = -1;
       if (options_.ignore_unknown_fields) return true;
-      error_ =
-          Status::InvalidArgument(fmt::format("row {}: unknown column '{}' (not in the schema)",
-                                              row_, ChildPath(frames_.size() - 1, name)));
-      return false;
+      const std::string path = ChildPath(frames_.size() - 1, name);
+      return ValueError(JsonValueError::Kind::kUnknownKey, nullptr, path, {}, {}, 0,
+                        fmt::format("row {}: unknown column '{}' (not in the schema)", row_, path));
     }
     frame.field = index;
     if (node.seen[index] != 0) {
-      error_ = Status::InvalidArgument(
-          fmt::format("row {}, column '{}': duplicate key", row_, Path(frames_.size())));
-      return false;
+      const std::string path = Path(frames_.size());
+      return ValueError(JsonValueError::Kind::kDuplicateKey, node.children[index].field, path, {},
+                        {}, 0, fmt::format("row {}, column '{}': duplicate key", row_, path));
     }
     node.seen[index] = 1;
     ++node.num_seen;
@@ -240,16 +251,21 @@ class RowDecoder::Handler {
         if (node.seen[i] != 0) continue;
         BuilderNode& child = node.children[i];
         if (!child.nullable()) {
-          error_ = Status::InvalidArgument(fmt::format(
-              "row {}, column '{}': expected {}, key is missing (column is not nullable)", row_,
-              ChildPath(frames_.size() - 1, child.field->name()), child.type_name));
-          return false;
+          const std::string path = ChildPath(frames_.size() - 1, child.field->name());
+          return ValueError(
+              JsonValueError::Kind::kMissing, child.field, path, {}, {}, 0,
+              fmt::format("row {}, column '{}': expected {}, key is missing (column is not "
+                          "nullable)",
+                          row_, path, child.type_name));
         }
         child.builder->AppendNull();
       }
     }
     frames_.pop_back();
-    if (frames_.empty()) ++rows_;
+    if (frames_.empty()) {
+      ++rows_;
+      ++rows_total_;
+    }
     return true;
   }
 
@@ -265,6 +281,7 @@ class RowDecoder::Handler {
       }
       return TopLevelError("array");
     }
+    if (InBytes()) return AppendByte(-1, [] { return std::string("array"); });
     BuilderNode* node = Target();
     if (node == nullptr) {
       skip_depth_ = 1;
@@ -280,6 +297,12 @@ class RowDecoder::Handler {
       case ValueKind::kFixedSizeList:
         static_cast<FixedSizeListBuilder*>(node->builder)->Append();
         break;
+      case ValueKind::kBinary:
+      case ValueKind::kLargeBinary:
+        if (!options_.binary_as_byte_arrays) return Fail(*node, "array");
+        bytes_.clear();
+        frames_.push_back(Frame{node, /*is_list=*/true, /*field=*/-1, /*count=*/0, /*bytes=*/true});
+        return true;
       default:
         return Fail(*node, "array");
     }
@@ -298,11 +321,19 @@ class RowDecoder::Handler {
     }
     const Frame& frame = frames_.back();
     const BuilderNode& node = *frame.node;
+    if (frame.bytes) {
+      const Status status = node.kind == ValueKind::kBinary
+                                ? static_cast<BinaryBuilder*>(node.builder)->Append(bytes_)
+                                : static_cast<LargeBinaryBuilder*>(node.builder)->Append(bytes_);
+      frames_.pop_back();
+      return status.ok() || ColumnError(status);
+    }
     if (node.kind == ValueKind::kFixedSizeList && frame.count != node.list_size) {
-      error_ = Status::InvalidArgument(
-          fmt::format("row {}, column '{}': expected {}, found array of {} elements", row_,
-                      Path(frames_.size() - 1), node.type_name, frame.count));
-      return false;
+      const std::string path = Path(frames_.size() - 1);
+      JsonValueError::Kind kind = JsonValueError::Kind::kWrongLength;
+      return ValueError(kind, node.field, path, {}, {}, frame.count,
+                        fmt::format("row {}, column '{}': expected {}, found array of {} elements",
+                                    row_, path, node.type_name, frame.count));
     }
     frames_.pop_back();
     return true;
@@ -336,6 +367,48 @@ class RowDecoder::Handler {
         fmt::format("malformed JSON at line {}, column {}: {}", line, column, detail));
   }
 
+  // Whether the next value is an element of a byte array.
+  bool InBytes() const { return skip_depth_ == 0 && !frames_.empty() && frames_.back().bytes; }
+
+  // An element of a byte array: `byte` 0..255, or -1 for anything else (described by
+  // `describe`).
+  template <typename Describe>
+  bool AppendByte(int byte, const Describe& describe) {
+    Frame& frame = frames_.back();
+    ++frame.count;
+    if (byte >= 0) {
+      bytes_.push_back(static_cast<char>(byte));
+      return true;
+    }
+    const std::string path = Path(frames_.size());
+    const std::string found = describe();
+    return ValueError(JsonValueError::Kind::kWrongType, frame.node->field, path, found,
+                      "not a byte: an integer 0..255", 0,
+                      fmt::format("row {}, column '{}': expected a byte (an integer 0..255) of "
+                                  "{}, found {}",
+                                  row_, path, frame.node->type_name, found));
+  }
+
+  // Sets error_ to a value error, through options_.describe_value_error when set; false.
+  bool ValueError(JsonValueError::Kind kind, const Field* field, std::string column,
+                  std::string found, std::string detail, int64_t length, std::string message) {
+    if (options_.describe_value_error) {
+      JsonValueError e;
+      e.kind = kind;
+      e.row = row_;
+      e.row_index = rows_total_;
+      e.column = std::move(column);
+      e.field = field;
+      e.found = std::move(found);
+      e.detail = std::move(detail);
+      e.length = length;
+      e.message = std::move(message);
+      message = options_.describe_value_error(e);
+    }
+    error_ = Status::InvalidArgument(std::move(message));
+    return false;
+  }
+
   // The node the next value goes to, or nullptr when it belongs to an ignored key.
   BuilderNode* Target() {
     Frame& frame = frames_.back();
@@ -356,6 +429,14 @@ class RowDecoder::Handler {
         TopLevelError(describe());
       } else {
         TopLevelError(describe);
+      }
+      return false;
+    }
+    if (frames_.back().bytes) {
+      if constexpr (std::is_invocable_v<Describe>) {
+        AppendByte(-1, describe);
+      } else {
+        AppendByte(-1, [&describe] { return std::string(describe); });
       }
       return false;
     }
@@ -404,17 +485,31 @@ class RowDecoder::Handler {
     return path;
   }
 
+  // `detail` is empty or " (why)".
   bool Fail(const BuilderNode& node, std::string_view found, std::string_view detail = {}) {
-    error_ =
-        Status::InvalidArgument(fmt::format("row {}, column '{}': expected {}, found {}{}", row_,
-                                            Path(frames_.size()), node.type_name, found, detail));
-    return false;
+    const std::string path = Path(frames_.size());
+    std::string_view why = detail;
+    if (why.starts_with(" (") && why.ends_with(")")) why = why.substr(2, why.size() - 3);
+    return ValueError(JsonValueError::Kind::kWrongType, node.field, path, std::string(found),
+                      std::string(why), 0,
+                      fmt::format("row {}, column '{}': expected {}, found {}{}", row_, path,
+                                  node.type_name, found, detail));
   }
 
   bool ColumnError(const Status& status) {
-    error_ = Status::InvalidArgument(
-        fmt::format("row {}, column '{}': {}", row_, Path(frames_.size()), status.message()));
-    return false;
+    const std::string path = Path(frames_.size());
+    const BuilderNode* node = frames_.empty() ? nullptr : frames_.back().node;
+    const Field* field = nullptr;
+    if (node != nullptr && !frames_.back().bytes) {
+      const Frame& frame = frames_.back();
+      field = frame.is_list ? node->children[0].field
+                            : (frame.field >= 0 ? node->children[frame.field].field : nullptr);
+    } else if (node != nullptr) {
+      field = node->field;
+    }
+    return ValueError(JsonValueError::Kind::kWrongType, field, path, "a value",
+                      std::string(status.message()), 0,
+                      fmt::format("row {}, column '{}': {}", row_, path, status.message()));
   }
 
   template <typename Describe>
@@ -634,7 +729,9 @@ class RowDecoder::Handler {
   Status error_;
 
   int64_t rows_ = 0;
-  Status failed_;  // sticky: builders may hold a partial row
+  int64_t rows_total_ = 0;  // rows decoded over the decoder's life
+  std::string bytes_;       // the open byte array's bytes
+  Status failed_;           // sticky: builders may hold a partial row
 };
 
 RowDecoder::RowDecoder(std::unique_ptr<Handler> handler) : handler_(std::move(handler)) {}

@@ -570,6 +570,126 @@ TEST(JsonReadTest, ArrayOfRows) {
 // ---------------------------------------------------------------------------------------
 // Writer specifics.
 
+TEST(JsonReadTest, BinaryAsByteArrays) {
+  const SchemaPtr s = schema({field("b", binary()), field("lb", large_binary())});
+  // Off (the default): arrays are type errors.
+  EXPECT_EQ(ReadError(s, R"({"b": [1, 2]})"), "row 1, column 'b': expected binary, found array");
+  JsonReadOptions options;
+  options.binary_as_byte_arrays = true;
+  const RecordBatch batch =
+      MustRead(s, "{\"b\": [1, 2, 3], \"lb\": [0, 255]}\n{\"b\": [], \"lb\": \"AQID\"}\n", options);
+  ASSERT_EQ(batch.num_rows(), 2);
+  EXPECT_EQ(batch.column(0).StringValue(0), std::string("\x01\x02\x03"));
+  EXPECT_EQ(batch.column(1).StringValue(0), std::string("\x00\xFF", 2));
+  EXPECT_EQ(batch.column(0).StringValue(1), "");
+  EXPECT_EQ(batch.column(1).StringValue(1), "\x01\x02\x03");
+  EXPECT_EQ(ReadError(s, R"({"b": [1, 256]})", options),
+            "row 1, column 'b[1]': expected a byte (an integer 0..255) of binary, found number "
+            "256");
+  EXPECT_EQ(ReadError(s, R"({"b": [-1]})", options),
+            "row 1, column 'b[0]': expected a byte (an integer 0..255) of binary, found number -1");
+  EXPECT_EQ(ReadError(s, R"({"b": [1, 2.5]})", options),
+            "row 1, column 'b[1]': expected a byte (an integer 0..255) of binary, found number "
+            "2.5");
+  EXPECT_EQ(ReadError(s, R"({"lb": [1, "x"]})", options),
+            "row 1, column 'lb[1]': expected a byte (an integer 0..255) of large_binary, found "
+            "string \"x\"");
+  EXPECT_EQ(ReadError(s, R"({"b": [[1]]})", options),
+            "row 1, column 'b[0]': expected a byte (an integer 0..255) of binary, found array");
+  EXPECT_EQ(ReadError(s, R"({"b": [null]})", options),
+            "row 1, column 'b[0]': expected a byte (an integer 0..255) of binary, found null");
+}
+
+TEST(JsonReadTest, DescribeValueErrorGetsEachKindOfError) {
+  const SchemaPtr s = schema({field("id", utf8(), /*nullable=*/false), field("n", int32()),
+                              field("v", fixed_size_list(float32(), 2))});
+  std::vector<JsonValueError> seen;
+  JsonReadOptions options;
+  options.describe_value_error = [&seen](const JsonValueError& e) {
+    seen.push_back(e);
+    return "custom: " + e.message;
+  };
+  // Rows before the failing one count in row_index; blank lines do not.
+  EXPECT_EQ(ReadError(s, "{\"id\": \"a\"}\n\n{\"id\": \"b\", \"x\": 1}", options),
+            "custom: row 3: unknown column 'x' (not in the schema)");
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].kind, JsonValueError::Kind::kUnknownKey);
+  EXPECT_EQ(seen[0].row, 3);
+  EXPECT_EQ(seen[0].row_index, 1);
+  EXPECT_EQ(seen[0].column, "x");
+  EXPECT_EQ(seen[0].field, nullptr);
+
+  seen.clear();
+  EXPECT_EQ(ReadError(s, R"({"n": 1})", options),
+            "custom: row 1, column 'id': expected utf8, key is missing (column is not nullable)");
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].kind, JsonValueError::Kind::kMissing);
+  EXPECT_EQ(seen[0].row_index, 0);
+  ASSERT_NE(seen[0].field, nullptr);
+  EXPECT_EQ(seen[0].field->name(), "id");
+
+  seen.clear();
+  ReadError(s, R"({"id": null})", options);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].kind, JsonValueError::Kind::kNull);
+  EXPECT_EQ(seen[0].column, "id");
+
+  seen.clear();
+  ReadError(s, R"({"id": "a", "n": 3000000000})", options);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].kind, JsonValueError::Kind::kWrongType);
+  EXPECT_EQ(seen[0].column, "n");
+  EXPECT_EQ(seen[0].found, "number 3000000000");
+  EXPECT_EQ(seen[0].detail, "out of range");
+  EXPECT_TRUE(seen[0].field->type()->Equals(*int32()));
+
+  seen.clear();
+  ReadError(s, R"({"id": "a", "n": "7"})", options);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].found, "string \"7\"");
+  EXPECT_EQ(seen[0].detail, "");
+
+  seen.clear();
+  ReadError(s, R"({"id": "a", "v": [1, 2, 3]})", options);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].kind, JsonValueError::Kind::kWrongLength);
+  EXPECT_EQ(seen[0].column, "v");
+  EXPECT_EQ(seen[0].length, 3);
+  EXPECT_EQ(seen[0].field->type()->list_size(), 2);
+
+  seen.clear();
+  ReadError(s, R"({"id": "a", "id": "b"})", options);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].kind, JsonValueError::Kind::kDuplicateKey);
+
+  // Malformed JSON is not a value error.
+  seen.clear();
+  EXPECT_THAT(ReadError(s, "{\"id\": ", options), HasSubstr("malformed JSON"));
+  EXPECT_TRUE(seen.empty());
+}
+
+TEST(JsonWriteTest, OmitNullsAndNonFiniteAsNull) {
+  const SchemaPtr s = schema({field("a", int32()), field("f", float64()),
+                              field("l", list(float32())), field("g", float32())});
+  const RecordBatch batch =
+      MustRead(s, "{\"a\":1,\"f\":\"NaN\",\"l\":[1,null,\"Infinity\"]}\n{\"g\":\"-Infinity\"}\n");
+  JsonWriteOptions options;
+  options.omit_nulls = true;
+  std::string out;
+  ASSERT_TRUE(AppendRowsToJsonLines(batch, &out, options).ok());
+  EXPECT_EQ(out, "{\"a\":1,\"f\":\"NaN\",\"l\":[1,null,\"Infinity\"]}\n{\"g\":\"-Infinity\"}\n");
+  options.non_finite_as_null = true;
+  out.clear();
+  ASSERT_TRUE(AppendRowsToJsonLines(batch, &out, options).ok());
+  EXPECT_EQ(out, "{\"a\":1,\"f\":null,\"l\":[1,null,null]}\n{\"g\":null}\n");
+  options.omit_nulls = false;
+  out.clear();
+  ASSERT_TRUE(AppendRowsToJsonLines(batch, &out, options).ok());
+  EXPECT_EQ(out,
+            "{\"a\":1,\"f\":null,\"l\":[1,null,null],\"g\":null}\n"
+            "{\"a\":null,\"f\":null,\"l\":null,\"g\":null}\n");
+}
+
 TEST(JsonWriteTest, InvalidUtf8IsAnErrorOrReplaced) {
   ArrayData data;
   data.type = utf8();

@@ -35,8 +35,11 @@ class RowWriter {
     const size_t start = out_->size();
     for (int64_t row = 0; row < batch.num_rows(); ++row) {
       out_->push_back('{');
+      bool first = true;
       for (int c = 0; c < batch.num_columns(); ++c) {
-        if (c > 0) out_->push_back(',');
+        if (options_.omit_nulls && batch.column(c).IsNull(row)) continue;
+        if (!first) out_->push_back(',');
+        first = false;
         out_->append(keys[c]);
         if (!WriteValue(batch.column(c), row)) {
           std::string path = schema->field(c)->name();
@@ -65,7 +68,9 @@ class RowWriter {
 
   template <typename F>
   void AppendFloat(F value) {
-    if (std::isnan(value)) {
+    if (options_.non_finite_as_null && !std::isfinite(value)) {
+      out_->append("null");
+    } else if (std::isnan(value)) {
       out_->append("\"NaN\"");
     } else if (std::isinf(value)) {
       out_->append(value > 0 ? "\"Infinity\"" : "\"-Infinity\"");

@@ -1,0 +1,103 @@
+// GenericStore's JSON codec (include/strata/generic_store.h): the columnar layer's
+// schema-driven JSON reader and writer (strata/json.h, no per-value DOM) with the generic
+// store's value rules and error messages.
+#include <fmt/format.h>
+
+#include <string>
+
+#include "strata/generic_store.h"
+#include "strata/json.h"
+
+namespace strata::store {
+namespace {
+
+// What a value of `type` looks like in JSON, for "expects <what>".
+std::string Expected(const DataType& type) {
+  switch (type.id()) {
+    case TypeId::kUtf8:
+    case TypeId::kLargeUtf8:
+      return "a string";
+    case TypeId::kInt32:
+      return "an int32 integer";
+    case TypeId::kInt64:
+      return "an int64 integer";
+    case TypeId::kFloat32:
+    case TypeId::kFloat64:
+      return "a number";
+    case TypeId::kBool:
+      return "true or false";
+    case TypeId::kTimestamp:
+      return "a timestamp (integer microseconds or an RFC 3339 string)";
+    case TypeId::kBinary:
+    case TypeId::kLargeBinary:
+      return "bytes (a base64 string or an array of integers 0..255)";
+    case TypeId::kFixedSizeList:
+      return fmt::format("a vector of {} numbers", type.list_size());
+    case TypeId::kList:
+    case TypeId::kLargeList:
+      return "a list (a JSON array)";
+    default:
+      return type.ToString();
+  }
+}
+
+std::string DescribeValueError(const json::JsonValueError& e) {
+  using Kind = json::JsonValueError::Kind;
+  switch (e.kind) {
+    case Kind::kUnknownKey:
+      return fmt::format("row {}: column '{}' is not declared in the store schema", e.row_index,
+                         e.column);
+    case Kind::kDuplicateKey:
+      return fmt::format("row {}: column '{}' is given twice", e.row_index, e.column);
+    case Kind::kMissing:
+    case Kind::kNull:
+      return fmt::format("row {}: column '{}' is not nullable and was not supplied", e.row_index,
+                         e.column);
+    case Kind::kWrongLength:
+      return fmt::format("row {}: column '{}' expects a vector of {} values, got {}", e.row_index,
+                         e.column, e.field != nullptr ? e.field->type()->list_size() : 0, e.length);
+    case Kind::kWrongType:
+      break;
+  }
+  const std::string what = e.field != nullptr ? Expected(*e.field->type()) : "another value";
+  return fmt::format("row {}: column '{}' expects {}, got {}{}", e.row_index, e.column, what,
+                     e.found, e.detail.empty() ? "" : fmt::format(" ({})", e.detail));
+}
+
+// "row 3: malformed JSON ..." from the reader numbers JSON Lines by line: say so.
+Status LineNumbered(const Status& status) {
+  std::string_view message = status.message();
+  if (!message.starts_with("row ")) return status;
+  return Status::InvalidArgument(fmt::format("line {}", message.substr(4)));
+}
+
+}  // namespace
+
+Result<RecordBatch> EncodeJsonRows(const SchemaPtr& schema, std::string_view json_rows) {
+  if (schema == nullptr) return Status::InvalidArgument("EncodeJsonRows: no schema");
+  json::JsonReadOptions options;
+  options.binary_as_byte_arrays = true;
+  bool value_error = false;
+  options.describe_value_error = [&value_error](const json::JsonValueError& e) {
+    value_error = true;
+    return DescribeValueError(e);
+  };
+  std::string_view rest = json_rows;
+  if (rest.starts_with("\xEF\xBB\xBF")) rest.remove_prefix(3);
+  const size_t first = rest.find_first_not_of(" \t\r\n");
+  const bool array = first != std::string_view::npos && rest[first] == '[';
+  Result<RecordBatch> batch = array ? json::ArrayOfRowsToBatch(schema, json_rows, options)
+                                    : json::RowsToBatch(schema, json_rows, options);
+  if (!batch.ok() && !array && !value_error) return LineNumbered(batch.status());
+  return batch;
+}
+
+Status AppendRowsAsJson(const RecordBatch& batch, std::string* out) {
+  json::JsonWriteOptions options;
+  options.timestamps_as_micros = true;
+  options.omit_nulls = true;
+  options.non_finite_as_null = true;
+  return json::AppendRowsToJsonLines(batch, out, options);
+}
+
+}  // namespace strata::store
