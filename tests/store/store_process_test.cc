@@ -236,10 +236,10 @@ class StoreCrashChain {
 TEST_P(StoreProcessTest, SigkillAnywhereLosesNoAcknowledgedRowAndNeverDuplicates) {
   const uint64_t seed = strata::testing::TestSeed();
   SCOPED_TRACE(fmt::format("seed {} (STRATA_TEST_SEED={})", seed, seed));
-  // 300 runs in the default (CI) form for the rollout kind, 100 for the generic kind (whose
+  // 300 runs in the default (CI) form for the rollout kind, 80 for the generic kind (whose
   // kill points are the same code paths with other column types), more under
   // STRATA_STRESS=1.
-  const int base_runs = kind() == StoreKind::kGeneric ? 100 : 300;
+  const int base_runs = kind() == StoreKind::kGeneric ? 80 : 300;
   const int runs = base_runs + 50 * (strata::testing::StressScale() - 1);
   const int chains = 4;
   auto start = Clock::now();

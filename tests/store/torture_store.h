@@ -64,7 +64,8 @@ class TortureStore {
 
   // Every live row's id -> times listed. With check_values (generic kind), every listed
   // row's non-blob values are checked (CheckUserRows) and the blobs of up to `blob_sample`
-  // rows are fetched by id and checked too; a difference is Corruption.
+  // rows are fetched by id (GetMany naming the blob column) and checked too; a difference,
+  // or a listing that carries the blob column, is Corruption.
   virtual Result<std::map<std::string, int>> ListIds(bool check_values, int blob_sample) = 0;
 };
 
