@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <unordered_set>
 
@@ -220,6 +221,69 @@ int64_t BenchRow::LogicalBytes() const {
   return static_cast<int64_t>(id.size() + rollout_id.size() + policy_version.size() + role.size() +
                               text.size()) +
          4 * (2 + static_cast<int64_t>(input_tokens.size() + output_tokens.size()));
+}
+
+namespace {
+
+void AppendJsonString(std::string_view text, std::string* out) {
+  *out += '"';
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      *out += '\\';
+      *out += c;
+    } else if (u < 0x20) {
+      *out += fmt::format("\\u{:04x}", u);
+    } else {
+      *out += c;
+    }
+  }
+  *out += '"';
+}
+
+void AppendJsonInts(const std::vector<int32_t>& values, std::string* out) {
+  *out += '[';
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) *out += ',';
+    fmt::format_to(std::back_inserter(*out), "{}", values[i]);
+  }
+  *out += ']';
+}
+
+}  // namespace
+
+void AppendRowsAsJsonLines(const BenchRow* rows, size_t n, std::string* out) {
+  for (size_t i = 0; i < n; ++i) {
+    const BenchRow& r = rows[i];
+    *out += "{\"id\":";
+    AppendJsonString(r.id, out);
+    *out += ",\"rollout_id\":";
+    AppendJsonString(r.rollout_id, out);
+    *out += ",\"policy_version\":";
+    AppendJsonString(r.policy_version, out);
+    *out += ",\"role\":";
+    AppendJsonString(r.role, out);
+    // reward is k / 1024: fmt's shortest round-trip form parses back to the same float.
+    fmt::format_to(std::back_inserter(*out), ",\"sequence_order\":{},\"reward\":{}",
+                   r.sequence_order, r.reward);
+    *out += ",\"input_tokens\":";
+    AppendJsonInts(r.input_tokens, out);
+    *out += ",\"output_tokens\":";
+    AppendJsonInts(r.output_tokens, out);
+    *out += ",\"text\":";
+    AppendJsonString(r.text, out);
+    *out += "}\n";
+  }
+}
+
+std::string BenchSchemaSpecJson() {
+  return R"({"columns": [["id", {"type": "string", "nullable": false}],)"
+         R"( ["rollout_id", {"type": "string"}], ["policy_version", {"type": "string"}],)"
+         R"( ["role", {"type": "string"}], ["sequence_order", {"type": "int32"}],)"
+         R"( ["reward", {"type": "float32"}],)"
+         R"( ["input_tokens", {"type": "list", "item": {"type": "int32"}}],)"
+         R"( ["output_tokens", {"type": "list", "item": {"type": "int32"}}],)"
+         R"( ["text", {"type": "string"}]]})";
 }
 
 std::string ScanSpec::Predicate() const {

@@ -84,6 +84,15 @@ struct Dataset {
 // float32 and list<int32> columns; nullability as the schema says).
 Result<RecordBatch> EncodeRows(const SchemaPtr& schema, const BenchRow* rows, size_t n);
 
+// rows[0, n) as JSON Lines, one object per row with the 9 columns of BenchRow by name
+// (reward as its exact decimal, tokens as arrays of integers) appended to *out: what a user
+// of a generic store sends (strata-generic's W1, the codec benchmark). Written here, apart
+// from the codec under test.
+void AppendRowsAsJsonLines(const BenchRow* rows, size_t n, std::string* out);
+// The suite's schema as a generic store's SchemaSpec JSON (include/strata/generic_store.h):
+// the columns of BenchRow with the types EncodeRows writes, id not nullable.
+std::string BenchSchemaSpecJson();
+
 // Generates everything from sizes.seed (the same sizes and seed give identical data).
 Dataset GenerateDataset(const DatasetSizes& sizes);
 

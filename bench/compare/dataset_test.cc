@@ -149,6 +149,36 @@ Outcome Answered(Answer answer, int64_t total_rows = -1) {
   return o;
 }
 
+TEST(CompareDatasetTest, JsonLinesCarryEveryValueOfEveryRow) {
+  Dataset d = GenerateDataset(Small());
+  d.rows[0].text += "\"quoted\" \\ back\tslash\n";  // escapes
+  std::string json;
+  AppendRowsAsJsonLines(d.rows.data(), d.rows.size(), &json);
+  std::istringstream lines(json);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(lines, line)) {
+    ASSERT_LT(n, d.rows.size());
+    const BenchRow& r = d.rows[n++];
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_EQ(j.size(), 9u);
+    EXPECT_EQ(j["id"], r.id);
+    EXPECT_EQ(j["rollout_id"], r.rollout_id);
+    EXPECT_EQ(j["policy_version"], r.policy_version);
+    EXPECT_EQ(j["role"], r.role);
+    EXPECT_EQ(j["sequence_order"], r.sequence_order);
+    EXPECT_EQ(j["reward"].get<float>(), r.reward);
+    EXPECT_EQ(j["input_tokens"].get<std::vector<int32_t>>(), r.input_tokens);
+    EXPECT_EQ(j["output_tokens"].get<std::vector<int32_t>>(), r.output_tokens);
+    EXPECT_EQ(j["text"], r.text);
+  }
+  EXPECT_EQ(n, d.rows.size());
+  const nlohmann::json spec = nlohmann::json::parse(BenchSchemaSpecJson());
+  ASSERT_EQ(spec["columns"].size(), 9u);
+  EXPECT_EQ(spec["columns"][0][0], "id");
+  EXPECT_EQ(spec["columns"][8][0], "text");
+}
+
 TEST(CompareAnswersTest, DisagreementAndWrongRowCountsAreMismatches) {
   const Dataset d = GenerateDataset(Small());
   RunReport report;

@@ -1,6 +1,8 @@
 // strata in the compare suite: a StorageBase (the LSM store every typed store is built on)
 // with the bench schema on a local-directory object store, driven as a bulk-ingest user
-// would (large memtables, no merges during ingest, merge + compaction in W7).
+// would (large memtables, no merges during ingest, merge + compaction in W7); and the same
+// through a GenericStore declared with the suite's schema ("strata-generic"), whose writes
+// are JSON rows through its codec and whose reads are its List / Get / GetMany.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -21,6 +23,7 @@
 #include "engine.h"
 #include "strata/builder.h"
 #include "strata/expr.h"
+#include "strata/generic_store.h"
 #include "strata/object_store.h"
 #include "strata/record_batch.h"
 #include "strata/storage_base.h"
@@ -30,6 +33,7 @@
 namespace strata::bench::compare {
 namespace {
 
+using store::GenericStore;
 using store::StorageBase;
 
 constexpr int64_t kGetManyChunk = 1024;  // StorageBase::GetMany's key limit per call
@@ -113,11 +117,31 @@ auto Guard(const char* what, F&& f) -> decltype(f()) {
   }
 }
 
+// `rows` cut into batches of `batch_rows`, each as JSON Lines (what strata-generic adds).
+std::vector<std::string> EncodeJsonBatches(const std::vector<BenchRow>& rows, int64_t batch_rows) {
+  std::vector<std::string> out;
+  const size_t step = static_cast<size_t>(std::max<int64_t>(1, batch_rows));
+  for (size_t first = 0; first < rows.size(); first += step) {
+    out.emplace_back();
+    AppendRowsAsJsonLines(rows.data() + first, std::min(step, rows.size() - first), &out.back());
+  }
+  return out;
+}
+
+int64_t TotalSize(const std::vector<std::string>& texts) {
+  int64_t n = 0;
+  for (const std::string& t : texts) n += static_cast<int64_t>(t.size());
+  return n;
+}
+
 class StrataEngine final : public Engine {
  public:
-  explicit StrataEngine(bool fsync) : fsync_(fsync), schema_(BenchSchema()) {}
+  StrataEngine(bool fsync, bool generic)
+      : fsync_(fsync), generic_mode_(generic), schema_(BenchSchema()) {}
 
-  std::string name() const override { return fsync_ ? "strata" : "strata-nosync"; }
+  std::string name() const override {
+    return generic_mode_ ? "strata-generic" : (fsync_ ? "strata" : "strata-nosync");
+  }
 
   std::string durability() const override {
     return fsync_ ? "fdatasync per Put (WAL group commit)" : "process crash only (no fsync)";
@@ -126,26 +150,34 @@ class StrataEngine final : public Engine {
   std::string settings() const override {
     const store::StorageBaseOptions o = Options("");
     const table::TableOptions& t = o.table_options;
-    return fmt::format(
-        "StorageBase on a local object store (LocalObjectStoreOptions.sync={}, mmap_threshold={}); "
-        "key id (utf8); seal_on_put=false (Put durable on return, visible after Flush); "
-        "read_own_writes=false; max_memtable_rows={}, max_memtable_bytes={} MiB, "
-        "max_unflushed_bytes={} MiB (memtables sealed in the background); "
-        "merge_after_generations={} (no merges during ingest; W7 merges), "
-        "merge_max_generations={}, merge_max_bytes={} MiB; "
-        "generation_delete_delay_seconds={}; pending_generations_warn={}, "
-        "pending_generations_max={}; table: compression={}, max_rows_per_fragment={}, "
-        "max_bytes_per_fragment={} MiB, max_rows_per_batch={}, max_bytes_per_batch={} KiB, "
-        "cache_bytes={} MiB; W7: Cleanup until no generation is pending, Compact with the "
-        "default CompactionOptions until nothing to do (at most {}), then "
-        "CleanupOldVersions of the base table (older_than=0, keep 1)",
-        fsync_, LocalObjectStoreOptions{}.mmap_threshold, o.max_memtable_rows,
-        o.max_memtable_bytes >> 20, o.max_unflushed_bytes >> 20, o.merge_after_generations,
-        o.merge_max_generations, o.merge_max_bytes >> 20, o.generation_delete_delay_seconds,
-        o.pending_generations_warn, o.pending_generations_max,
-        t.compression == ipc::Compression::kZstd ? "zstd" : "other", t.max_rows_per_fragment,
-        t.max_bytes_per_fragment >> 20, t.max_rows_per_batch, t.max_bytes_per_batch >> 10,
-        t.cache_bytes >> 20, kMaxCompactions);
+    return std::string(generic_mode_
+                           ? "GenericStore declared with the suite's schema (SchemaSpec: id "
+                             "string not nullable, the other 8 columns nullable, token lists "
+                             "list<int32>); W1, W2 and W6 write JSON Lines through "
+                             "GenericStore::Add (the codec's parse timed with the writes), W3 "
+                             "List, W4 Get, W5 and W6 GetMany; over a "
+                           : "") +
+           fmt::format(
+               "StorageBase on a local object store (LocalObjectStoreOptions.sync={}, "
+               "mmap_threshold={}); "
+               "key id (utf8); seal_on_put=false (Put durable on return, visible after Flush); "
+               "read_own_writes=false; max_memtable_rows={}, max_memtable_bytes={} MiB, "
+               "max_unflushed_bytes={} MiB (memtables sealed in the background); "
+               "merge_after_generations={} (no merges during ingest; W7 merges), "
+               "merge_max_generations={}, merge_max_bytes={} MiB; "
+               "generation_delete_delay_seconds={}; pending_generations_warn={}, "
+               "pending_generations_max={}; table: compression={}, max_rows_per_fragment={}, "
+               "max_bytes_per_fragment={} MiB, max_rows_per_batch={}, max_bytes_per_batch={} KiB, "
+               "cache_bytes={} MiB; W7: Cleanup until no generation is pending, Compact with the "
+               "default CompactionOptions until nothing to do (at most {}), then "
+               "CleanupOldVersions of the base table (older_than=0, keep 1)",
+               fsync_, LocalObjectStoreOptions{}.mmap_threshold, o.max_memtable_rows,
+               o.max_memtable_bytes >> 20, o.max_unflushed_bytes >> 20, o.merge_after_generations,
+               o.merge_max_generations, o.merge_max_bytes >> 20, o.generation_delete_delay_seconds,
+               o.pending_generations_warn, o.pending_generations_max,
+               t.compression == ipc::Compression::kZstd ? "zstd" : "other", t.max_rows_per_fragment,
+               t.max_bytes_per_fragment >> 20, t.max_rows_per_batch, t.max_bytes_per_batch >> 10,
+               t.cache_bytes >> 20, kMaxCompactions);
   }
 
   std::string version() const override {
@@ -160,39 +192,56 @@ class StrataEngine final : public Engine {
     return Guard("open", [&]() -> Status {
       STRATA_ASSIGN_OR_RETURN(objects_,
                               OpenLocalObjectStore(dir, LocalObjectStoreOptions{.sync = fsync_}));
-      STRATA_ASSIGN_OR_RETURN(store_, StorageBase::Open(objects_, kRowsPrefix, Options("")));
+      STRATA_RETURN_IF_ERROR(OpenRows(/*existing=*/false));
       // Claim the shard now so W1 times puts, not the writer's open.
-      return store_->OpenWriter();
+      return base()->OpenWriter();
     });
   }
 
   Result<StepResult> Ingest(const Dataset& data) override {
     return Guard("ingest", [&]() -> Result<StepResult> {
       STRATA_RETURN_IF_ERROR(CheckOpen());
-      STRATA_ASSIGN_OR_RETURN(std::vector<RecordBatch> batches,
-                              EncodeBatches(schema_, data.rows, data.sizes.batch_rows));
+      std::vector<RecordBatch> batches;
+      std::vector<std::string> json;
+      if (generic_) {
+        json = EncodeJsonBatches(data.rows, data.sizes.batch_rows);
+      } else {
+        STRATA_ASSIGN_OR_RETURN(batches, EncodeBatches(schema_, data.rows, data.sizes.batch_rows));
+      }
+      const size_t count = generic_ ? json.size() : batches.size();
       StepResult r;
-      r.latencies_us.reserve(batches.size());
+      r.latencies_us.reserve(count);
       const auto start = Clock::now();
-      for (const RecordBatch& batch : batches) {
+      for (size_t b = 0; b < count; ++b) {
         const auto put_start = Clock::now();
-        STRATA_RETURN_IF_ERROR(store_->Put({batch}));
+        if (generic_) {
+          STRATA_RETURN_IF_ERROR(generic_->Add(json[b]).status());
+        } else {
+          STRATA_RETURN_IF_ERROR(store_->Put({batches[b]}));
+        }
         r.latencies_us.push_back(Seconds(put_start) * 1e6);
       }
       const auto flush_start = Clock::now();
-      STRATA_RETURN_IF_ERROR(store_->Flush().status());
+      STRATA_RETURN_IF_ERROR(base()->Flush().status());
       const double flush_seconds = Seconds(flush_start);
       r.seconds = Seconds(start);
-      r.ops = static_cast<int64_t>(batches.size());
+      r.ops = static_cast<int64_t>(count);
       r.rows = static_cast<int64_t>(data.rows.size());
       r.bytes = data.LogicalBytes();
-      STRATA_ASSIGN_OR_RETURN(int64_t pending, store_->PendingGenerations());
+      STRATA_ASSIGN_OR_RETURN(int64_t pending, base()->PendingGenerations());
       const double put_seconds = r.seconds - flush_seconds;
+      const int64_t json_bytes = TotalSize(json);
       r.note = fmt::format(
-          "{} Puts of {} rows ({:.2f} s: {:.1f}k rows/s durable in the WAL) + a final Flush "
+          "{} {} of {} rows ({:.2f} s: {:.1f}k rows/s durable in the WAL) + a final Flush "
           "(seal + publish, {:.2f} s) so every reader sees every row; timed together; {} "
           "generations pending after",
-          r.ops, data.sizes.batch_rows, put_seconds,
+          r.ops,
+          generic_ ? fmt::format("Adds of JSON Lines ({:.1f} MiB of JSON, {:.1f} MiB/s through "
+                                 "the codec and the WAL)",
+                                 json_bytes / 1048576.0,
+                                 json_bytes / 1048576.0 / std::max(put_seconds, 1e-9))
+                   : std::string("Puts"),
+          data.sizes.batch_rows, put_seconds,
           static_cast<double>(r.rows) / std::max(put_seconds, 1e-9) / 1e3, flush_seconds, pending);
       return r;
     });
@@ -208,17 +257,29 @@ class StrataEngine final : public Engine {
                         data.put_rows.size()));
       }
       std::vector<RecordBatch> rows;
+      std::vector<std::string> json;
       rows.reserve(n);
       for (size_t i = 0; i < n; ++i) {
+        if (generic_mode_) {
+          json.emplace_back();
+          AppendRowsAsJsonLines(data.put_rows.data() + i, 1, &json.back());
+          continue;
+        }
         STRATA_ASSIGN_OR_RETURN(RecordBatch row, EncodeRows(schema_, data.put_rows.data() + i, 1));
         rows.push_back(std::move(row));
       }
       // A store of its own per call (own prefix, same object store and durability).
       if (objects_ == nullptr) return Status::Internal("the strata store is not open");
-      STRATA_ASSIGN_OR_RETURN(
-          std::unique_ptr<StorageBase> s,
-          StorageBase::Open(objects_, fmt::format("puts-{}w/", writers), Options("")));
-      STRATA_RETURN_IF_ERROR(s->OpenWriter());
+      const std::string prefix = fmt::format("puts-{}w/", writers);
+      std::unique_ptr<StorageBase> s;
+      std::unique_ptr<GenericStore> g;
+      if (generic_mode_) {
+        STRATA_ASSIGN_OR_RETURN(g, GenericStore::Open(objects_, prefix, spec_, GenericOptions()));
+      } else {
+        STRATA_ASSIGN_OR_RETURN(s, StorageBase::Open(objects_, prefix, Options("")));
+      }
+      StorageBase& puts_base = g != nullptr ? g->base() : *s;
+      STRATA_RETURN_IF_ERROR(puts_base.OpenWriter());
 
       std::vector<std::vector<double>> us(static_cast<size_t>(writers));
       std::vector<Status> errors(static_cast<size_t>(writers));
@@ -234,7 +295,7 @@ class StrataEngine final : public Engine {
                  i < (wi + 1) * per_writer && !failed && Seconds(start) < data.sizes.puts_seconds;
                  ++i) {
               const auto put_start = Clock::now();
-              Status st = s->Put({rows[i]});
+              Status st = g != nullptr ? g->Add(json[i]).status() : s->Put({rows[i]});
               if (!st.ok()) {
                 errors[wi] = st;
                 failed = true;
@@ -256,11 +317,12 @@ class StrataEngine final : public Engine {
           r.bytes += data.put_rows[w * per_writer + i].LogicalBytes();
         }
       }
-      STRATA_RETURN_IF_ERROR(s->Close());  // seals the rows into a generation (untimed)
+      // Seals the rows into a generation (untimed).
+      STRATA_RETURN_IF_ERROR(g != nullptr ? g->Close() : s->Close());
       r.note = fmt::format(
-          "StorageBase::Put of 1 row per call, {} thread(s) on one handle (concurrent puts "
+          "{} of 1 row per call, {} thread(s) on one handle (concurrent puts "
           "share WAL syncs); own store at prefix puts-{}w/",
-          writers, writers);
+          generic_mode_ ? "GenericStore::Add (JSON)" : "StorageBase::Put", writers, writers);
       return r;
     });
   }
@@ -273,7 +335,15 @@ class StrataEngine final : public Engine {
       request.columns = data.scan.columns;
       request.filter = data.scan.Predicate();
       const auto start = Clock::now();
-      STRATA_ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, store_->Scan(request));
+      std::vector<RecordBatch> batches;
+      if (generic_) {
+        store::GenericListRequest list;
+        list.columns = request.columns;
+        list.filter = request.filter;
+        STRATA_ASSIGN_OR_RETURN(batches, generic_->List(list));
+      } else {
+        STRATA_ASSIGN_OR_RETURN(batches, store_->Scan(request));
+      }
       StepResult r;
       r.seconds = Seconds(start);
       r.ops = 1;
@@ -299,8 +369,9 @@ class StrataEngine final : public Engine {
       for (const auto& [key, line] : lines) text += line;
       r.rows = static_cast<int64_t>(lines.size());
       r.answer = Answer{r.rows, Sha256Hex(text)};
-      r.note = fmt::format("StorageBase::Scan, filter \"{}\", columns {} ({} batches)",
-                           request.filter, fmt::join(request.columns, ","), batches.size());
+      r.note = fmt::format("{}, filter \"{}\", columns {} ({} batches)",
+                           generic_ ? "GenericStore::List" : "StorageBase::Scan", request.filter,
+                           fmt::join(request.columns, ","), batches.size());
       return r;
     });
   }
@@ -320,7 +391,12 @@ class StrataEngine final : public Engine {
       const auto start = Clock::now();
       for (size_t i = 0; i < ids.size(); ++i) {
         const auto get_start = Clock::now();
-        STRATA_ASSIGN_OR_RETURN(RecordBatch b, store_->GetMany(keys[i], columns));
+        RecordBatch b = RecordBatch::MakeEmpty(schema_);
+        if (generic_) {
+          STRATA_ASSIGN_OR_RETURN(b, generic_->Get(ids[i], columns));
+        } else {
+          STRATA_ASSIGN_OR_RETURN(b, store_->GetMany(keys[i], columns));
+        }
         r.latencies_us.push_back(Seconds(get_start) * 1e6);
         STRATA_RETURN_IF_ERROR(CollectSequence(b, &found));
       }
@@ -331,10 +407,11 @@ class StrataEngine final : public Engine {
       r.ops = static_cast<int64_t>(ids.size());
       r.rows = count;
       r.answer = Answer{count, Sha256Hex(text)};
-      STRATA_ASSIGN_OR_RETURN(int64_t pending, store_->PendingGenerations());
+      STRATA_ASSIGN_OR_RETURN(int64_t pending, base()->PendingGenerations());
       r.note = fmt::format(
-          "StorageBase::GetMany of 1 key per call (strata's point read), columns id, "
-          "sequence_order; {}",
+          "{}, columns id, sequence_order; {}",
+          generic_ ? "GenericStore::Get of each id"
+                   : "StorageBase::GetMany of 1 key per call (strata's point read)",
           pending > 0 ? fmt::format("{} generations pending (merged only in W7)", pending)
                       : std::string("every row in the base table"));
       return r;
@@ -361,7 +438,12 @@ class StrataEngine final : public Engine {
       const auto start = Clock::now();
       for (const auto& k : keys) {
         const auto get_start = Clock::now();
-        STRATA_ASSIGN_OR_RETURN(RecordBatch b, store_->GetMany(k, columns));
+        RecordBatch b = RecordBatch::MakeEmpty(schema_);
+        if (generic_) {
+          STRATA_ASSIGN_OR_RETURN(b, generic_->GetMany(data.get_many_ids[results.size()], columns));
+        } else {
+          STRATA_ASSIGN_OR_RETURN(b, store_->GetMany(k, columns));
+        }
         r.latencies_us.push_back(Seconds(get_start) * 1e6);
         results.push_back(std::move(b));
       }
@@ -377,7 +459,9 @@ class StrataEngine final : public Engine {
       }
       r.ops = static_cast<int64_t>(keys.size());
       r.answer = Answer{count, Sha256Hex(text)};
-      r.note = "StorageBase::GetMany of each batch's ids in one call, columns id, sequence_order";
+      r.note =
+          fmt::format("{}::GetMany of each batch's ids in one call, columns id, sequence_order",
+                      generic_ ? "GenericStore" : "StorageBase");
       return r;
     });
   }
@@ -387,8 +471,14 @@ class StrataEngine final : public Engine {
     return Guard("overwrite", [&]() -> Result<StepResult> {
       STRATA_RETURN_IF_ERROR(CheckOpen());
       const std::vector<BenchRow>& rows = data.overwrite_rows;
-      STRATA_ASSIGN_OR_RETURN(std::vector<RecordBatch> batches,
-                              EncodeBatches(schema_, rows, data.sizes.batch_rows));
+      std::vector<RecordBatch> batches;
+      std::vector<std::string> json;
+      if (generic_) {
+        json = EncodeJsonBatches(rows, data.sizes.batch_rows);
+      } else {
+        STRATA_ASSIGN_OR_RETURN(batches, EncodeBatches(schema_, rows, data.sizes.batch_rows));
+      }
+      const size_t count = generic_ ? json.size() : batches.size();
       std::vector<std::string> ids;
       ids.reserve(rows.size());
       for (const BenchRow& row : rows) ids.push_back(row.id);
@@ -396,14 +486,28 @@ class StrataEngine final : public Engine {
 
       StepResult r;
       const auto start = Clock::now();
-      for (const RecordBatch& batch : batches) STRATA_RETURN_IF_ERROR(store_->Put({batch}));
-      STRATA_RETURN_IF_ERROR(store_->Flush().status());
+      for (size_t b = 0; b < count; ++b) {
+        if (generic_) {
+          STRATA_RETURN_IF_ERROR(generic_->Add(json[b]).status());
+        } else {
+          STRATA_RETURN_IF_ERROR(store_->Put({batches[b]}));
+        }
+      }
+      STRATA_RETURN_IF_ERROR(base()->Flush().status());
       const double write_seconds = Seconds(start);
       std::unordered_map<std::string, int32_t> found;
       found.reserve(ids.size());
       for (size_t first = 0; first < ids.size(); first += kGetManyChunk) {
         const size_t n = std::min<size_t>(kGetManyChunk, ids.size() - first);
-        STRATA_ASSIGN_OR_RETURN(RecordBatch b, store_->GetMany(Keys(ids, first, n), columns));
+        RecordBatch b = RecordBatch::MakeEmpty(schema_);
+        if (generic_) {
+          STRATA_ASSIGN_OR_RETURN(
+              b,
+              generic_->GetMany(
+                  std::vector<std::string>(ids.begin() + first, ids.begin() + first + n), columns));
+        } else {
+          STRATA_ASSIGN_OR_RETURN(b, store_->GetMany(Keys(ids, first, n), columns));
+        }
         STRATA_RETURN_IF_ERROR(CollectSequence(b, &found));
       }
       r.seconds = Seconds(start);
@@ -419,15 +523,15 @@ class StrataEngine final : public Engine {
         text += fmt::format("{}\t{}\n", row.id, it->second);
         if (it->second == row.sequence_order) ++current;
       }
-      r.ops = static_cast<int64_t>(batches.size());
+      r.ops = static_cast<int64_t>(count);
       r.rows = static_cast<int64_t>(rows.size());
       r.bytes = LogicalBytes(rows);
       r.answer = Answer{current, Sha256Hex(text)};
-      STRATA_ASSIGN_OR_RETURN(r.total_rows, store_->Count());
+      STRATA_ASSIGN_OR_RETURN(r.total_rows, base()->Count());
       r.note =
-          fmt::format("{} Puts of {} rows + Flush {:.2f} s, then GetMany in chunks of {} {:.2f} s",
-                      batches.size(), data.sizes.batch_rows, write_seconds, kGetManyChunk,
-                      r.seconds - write_seconds);
+          fmt::format("{} {} of {} rows + Flush {:.2f} s, then GetMany in chunks of {} {:.2f} s",
+                      count, generic_ ? "Adds (JSON Lines)" : "Puts", data.sizes.batch_rows,
+                      write_seconds, kGetManyChunk, r.seconds - write_seconds);
       return r;
     });
   }
@@ -437,19 +541,19 @@ class StrataEngine final : public Engine {
     return Guard("compact", [&]() -> Result<StepResult> {
       STRATA_RETURN_IF_ERROR(CheckOpen());
       StepResult r;
-      STRATA_ASSIGN_OR_RETURN(int64_t pending_before, store_->PendingGenerations());
+      STRATA_ASSIGN_OR_RETURN(int64_t pending_before, base()->PendingGenerations());
       const auto start = Clock::now();
       int passes = 0;
       int64_t merged_rows = 0;
       int reclaimed = 0;
       for (;;) {
-        STRATA_ASSIGN_OR_RETURN(int64_t pending, store_->PendingGenerations());
+        STRATA_ASSIGN_OR_RETURN(int64_t pending, base()->PendingGenerations());
         if (pending == 0) break;
         if (++passes > 10000) {
           return Status::Internal(
               fmt::format("{} generations still pending after 10000 Cleanup passes", pending));
         }
-        STRATA_ASSIGN_OR_RETURN(store::MergeReport m, store_->Cleanup());
+        STRATA_ASSIGN_OR_RETURN(store::MergeReport m, base()->Cleanup());
         // A merge that committed and then failed a later step is not a clean merge to time.
         if (!m.complete()) return m.follow_up.WithContext("merge committed, then failed");
         if (m.generations_reclaimed == 0) {
@@ -466,7 +570,7 @@ class StrataEngine final : public Engine {
       int fragments_removed = 0, fragments_added = 0;
       bool steady = false;
       while (compactions < kMaxCompactions) {
-        STRATA_ASSIGN_OR_RETURN(table::CompactionResult c, store_->Compact(compaction));
+        STRATA_ASSIGN_OR_RETURN(table::CompactionResult c, base()->Compact(compaction));
         if (c.version == 0) {
           steady = true;
           break;
@@ -481,8 +585,9 @@ class StrataEngine final : public Engine {
       // handle runs the queued deletions now, and CleanupOldVersions drops what only old
       // versions use. Then reopen for the remaining workloads.
       const auto cleanup_start = Clock::now();
-      STRATA_RETURN_IF_ERROR(store_->Close());
+      STRATA_RETURN_IF_ERROR(base()->Close());
       store_.reset();
+      generic_.reset();
       STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> base,
                               table::Table::Open(objects_, kRowsPrefix));
       table::CleanupOptions cleanup;
@@ -492,7 +597,7 @@ class StrataEngine final : public Engine {
       base.reset();
       const double cleanup_seconds = Seconds(cleanup_start);
       r.seconds = Seconds(start);
-      STRATA_ASSIGN_OR_RETURN(store_, StorageBase::Open(objects_, kRowsPrefix, Options("")));
+      STRATA_RETURN_IF_ERROR(OpenRows(/*existing=*/true));
       r.ops = passes + compactions;
       r.rows = merged_rows;
       r.note = fmt::format(
@@ -517,8 +622,9 @@ class StrataEngine final : public Engine {
 
   Status Close() override {
     return Guard("close", [&]() -> Status {
-      Status st = store_ != nullptr ? store_->Close() : Status::OK();
+      Status st = base() != nullptr ? base()->Close() : Status::OK();
       store_.reset();
+      generic_.reset();
       objects_.reset();
       return st;
     });
@@ -526,8 +632,39 @@ class StrataEngine final : public Engine {
 
  private:
   Status CheckOpen() const {
-    if (store_ == nullptr) return Status::Internal("the strata store is not open (Open failed?)");
+    if (base() == nullptr) return Status::Internal("the strata store is not open (Open failed?)");
     return Status::OK();
+  }
+
+  // The StorageBase every workload's maintenance (Flush, merges, counts) goes through: the
+  // engine's own, or the generic store's.
+  StorageBase* base() const { return generic_ != nullptr ? &generic_->base() : store_.get(); }
+
+  // Opens the rows store at kRowsPrefix: a StorageBase, or a GenericStore created from the
+  // suite's spec (reopened with its persisted spec when `existing`).
+  Status OpenRows(bool existing) {
+    if (!generic_mode_) {
+      STRATA_ASSIGN_OR_RETURN(store_, StorageBase::Open(objects_, kRowsPrefix, Options("")));
+      return Status::OK();
+    }
+    if (existing) {
+      STRATA_ASSIGN_OR_RETURN(generic_,
+                              GenericStore::OpenExisting(objects_, kRowsPrefix, GenericOptions()));
+      return Status::OK();
+    }
+    STRATA_ASSIGN_OR_RETURN(spec_, store::SchemaSpec::FromJson(BenchSchemaSpecJson()));
+    STRATA_ASSIGN_OR_RETURN(generic_,
+                            GenericStore::Open(objects_, kRowsPrefix, spec_, GenericOptions()));
+    return Status::OK();
+  }
+
+  // Options() without the knobs a generic store sets from its spec.
+  store::GenericStoreOptions GenericOptions() const {
+    store::GenericStoreOptions o;
+    o.base = Options("");
+    o.base.schema = nullptr;
+    o.base.key_column.clear();
+    return o;
   }
 
   // Bulk ingest: memtables bounded by bytes (256 MiB: ~140k rows of the bench's ~1.9 KB) so
@@ -546,15 +683,22 @@ class StrataEngine final : public Engine {
   }
 
   const bool fsync_;
+  const bool generic_mode_;
   const SchemaPtr schema_;
   std::shared_ptr<ObjectStore> objects_;
-  std::unique_ptr<StorageBase> store_;
+  std::unique_ptr<StorageBase> store_;     // strata, strata-nosync
+  store::SchemaSpec spec_;                 // strata-generic
+  std::unique_ptr<GenericStore> generic_;  // strata-generic
 };
 
 }  // namespace
 
 std::unique_ptr<Engine> MakeStrataEngine(bool fsync) {
-  return std::make_unique<StrataEngine>(fsync);
+  return std::make_unique<StrataEngine>(fsync, /*generic=*/false);
+}
+
+std::unique_ptr<Engine> MakeStrataGenericEngine() {
+  return std::make_unique<StrataEngine>(/*fsync=*/true, /*generic=*/true);
 }
 
 }  // namespace strata::bench::compare

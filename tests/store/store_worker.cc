@@ -1,15 +1,17 @@
-// store_worker: the child process of the store torture tests (store_process_test.cc).
+// store_worker: the child process of the store torture tests (store_process_test.cc). The
+// first argument is the kind of store (torture_store.h: rollout or generic); then
 //
-//   store_worker write <root> <shard> <prefix> <adds> <batch> <flush-every> <ack-file>
-//     Adds <adds> batches of <batch> rollout rows with ids "<prefix>-<n>" to the store at
+//   store_worker <kind> write <root> <shard> <prefix> <adds> <batch> <flush-every> <ack-file>
+//     Adds <adds> batches of <batch> rows with ids "<prefix>-<n>" to the store at
 //     <root> as shard <shard>, flushing every <flush-every> adds; after each acknowledged add
 //     appends "ack <first> <last>" to <ack-file>. Closes the store at the end.
-//   store_worker merge <root> <shards,...> <seconds>
+//   store_worker <kind> merge <root> <shards,...> <seconds>
 //     For <seconds>: merges every listed shard (Cleanup through a handle of that shard id,
 //     which never writes) and compacts now and then.
-//   store_worker read <root> <seconds>
-//     For <seconds>: lists the store; exits 3 when a listing holds an id twice.
-//   store_worker crash <root> <seed> <first-op> <ops> <kill-at> <ack-file> <sync|nosync>
+//   store_worker <kind> read <root> <seconds>
+//     For <seconds>: lists the store; exits 3 when a listing holds an id twice, 4 when a
+//     listed row's values (or a sampled row's blob) differ from what its id derives.
+//   store_worker <kind> crash <root> <seed> <first-op> <ops> <kill-at> <ack-file> <sync|nosync>
 //     Runs ops <first-op>.. of a seeded workload (adds, flushes, merges) on shard "crash"
 //     through a KillFileSystem that SIGKILLs the process at its <kill-at>-th mutating file
 //     operation. Appends "begin <op> <first-id> <count>" and "ack <op> <fs-ops>" around each op.
@@ -20,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -28,11 +31,14 @@
 
 #include "io/file_object_store.h"
 #include "io/file_system.h"
-#include "strata/rollout_store.h"
+#include "store/torture_store.h"
 #include "table/kill_file_system.h"
 
 namespace strata::store {
 namespace {
+
+using torture::StoreKind;
+using torture::TortureStore;
 
 using Clock = std::chrono::steady_clock;
 
@@ -61,52 +67,30 @@ class AckFile {
   int fd_;
 };
 
-RolloutRecord Row(const std::string& id, int n) {
-  RolloutRecord r;
-  r.id = id;
-  r.rollout_id = fmt::format("traj-{}", n % 7);
-  r.problem_id = "p";
-  r.sequence_order = n;
-  r.created_at_micros = 1'700'000'000'000'000 + n;
-  r.content = std::string(200 + n % 300, 'c');
-  r.reward = static_cast<float>(n % 10) / 10.0f;
-  return r;
-}
-
-RolloutStoreOptions SmallOptions(const std::string& shard) {
-  RolloutStoreOptions options;
-  options.base.shard_id = shard;
-  options.base.table_options.max_rows_per_batch = 64;
-  options.base.pending_generations_max = 0;  // the torture tests let generations pile up
-  // Small segments: seals of 2 KiB and more link the WAL into the generation, so kills
-  // land in linked seals too.
-  options.base.max_wal_segment_bytes = 16 << 10;
-  return options;
-}
-
-int Write(const std::string& root, const std::string& shard, const std::string& prefix, int adds,
-          int batch, int flush_every, const std::string& ack_path) {
+int Write(StoreKind kind, const std::string& root, const std::string& shard,
+          const std::string& prefix, int adds, int batch, int flush_every,
+          const std::string& ack_path) {
   AckFile ack(ack_path);
   if (!ack.ok()) return Fail("open " + ack_path, Status::IOError("open failed"));
   auto store = OpenLocalObjectStore(root);
   if (!store.ok()) return Fail("open store", store.status());
-  auto rollouts = RolloutStore::Open(*store, "", SmallOptions(shard));
-  if (!rollouts.ok()) return Fail("open rollouts", rollouts.status());
+  auto writer = TortureStore::Open(kind, *store, shard);
+  if (!writer.ok()) return Fail("open the store", writer.status());
   int n = 0;
   for (int a = 0; a < adds; ++a) {
-    std::vector<RolloutRecord> rows;
-    for (int i = 0; i < batch; ++i, ++n) rows.push_back(Row(fmt::format("{}-{:06}", prefix, n), n));
-    Result<uint64_t> added = (*rollouts)->Add(rows);
-    if (!added.ok()) return Fail("add", added.status());
-    if (!ack.Write(fmt::format("ack {} {}", rows.front().id, rows.back().id))) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < batch; ++i, ++n) ids.push_back(fmt::format("{}-{:06}", prefix, n));
+    Status added = (*writer)->Add(ids);
+    if (!added.ok()) return Fail("add", added);
+    if (!ack.Write(fmt::format("ack {} {}", ids.front(), ids.back()))) {
       return Fail("ack", Status::IOError("write failed"));
     }
     if (flush_every > 0 && (a + 1) % flush_every == 0) {
-      Result<FlushOutcome> flushed = (*rollouts)->Flush();
+      Result<FlushOutcome> flushed = (*writer)->Flush();
       if (!flushed.ok()) return Fail("flush", flushed.status());
     }
   }
-  Status closed = (*rollouts)->Close();
+  Status closed = (*writer)->Close();
   return closed.ok() ? 0 : Fail("close", closed);
 }
 
@@ -127,12 +111,12 @@ bool Retryable(const Status& s) {
          s.code() == StatusCode::kFenced || s.code() == StatusCode::kAborted;
 }
 
-int Merge(const std::string& root, const std::string& shards, double seconds) {
+int Merge(StoreKind kind, const std::string& root, const std::string& shards, double seconds) {
   auto store = OpenLocalObjectStore(root);
   if (!store.ok()) return Fail("open store", store.status());
-  std::vector<std::unique_ptr<RolloutStore>> handles;
+  std::vector<std::unique_ptr<TortureStore>> handles;
   for (const std::string& shard : Split(shards)) {
-    auto h = RolloutStore::Open(*store, "", SmallOptions(shard));
+    auto h = TortureStore::Open(kind, *store, shard);
     if (!h.ok()) return Fail("open " + shard, h.status());
     handles.push_back(std::move(*h));
   }
@@ -149,9 +133,8 @@ int Merge(const std::string& root, const std::string& shards, double seconds) {
       merged += report->generations_reclaimed;
     }
     if (++round % 5 == 0) {
-      auto compacted = handles.front()->Compact();
-      if (!compacted.ok() && !Retryable(compacted.status()))
-        return Fail("compact", compacted.status());
+      Status compacted = handles.front()->Compact();
+      if (!compacted.ok() && !Retryable(compacted)) return Fail("compact", compacted);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -159,27 +142,35 @@ int Merge(const std::string& root, const std::string& shards, double seconds) {
   return 0;
 }
 
-int Read(const std::string& root, double seconds) {
+// Rows whose blobs each listing fetches by id and checks.
+constexpr int kBlobSample = 16;
+
+int Read(StoreKind kind, const std::string& root, double seconds) {
   auto store = OpenLocalObjectStore(root);
   if (!store.ok()) return Fail("open store", store.status());
-  auto reader = RolloutStore::Open(*store, "", SmallOptions("reader"));
+  auto reader = TortureStore::Open(kind, *store, "reader");
   if (!reader.ok()) return Fail("open reader", reader.status());
   const auto end = Clock::now() + std::chrono::duration<double>(seconds);
   int reads = 0;
   int retried = 0;
   while (Clock::now() < end) {
-    Result<std::vector<RolloutRecord>> listed = (*reader)->List();
+    Result<std::map<std::string, int>> listed = (*reader)->ListIds(true, kBlobSample);
     if (!listed.ok()) {
       if (Retryable(listed.status())) {
         ++retried;
         continue;
       }
+      if (listed.status().code() == StatusCode::kCorruption) {
+        std::fprintf(stderr, "store_worker: read %d: %s\n", reads,
+                     listed.status().ToString().c_str());
+        return 4;
+      }
       return Fail("list", listed.status());
     }
-    std::set<std::string> ids;
-    for (const RolloutRecord& r : *listed) {
-      if (!ids.insert(r.id).second) {
-        std::fprintf(stderr, "store_worker: id %s listed twice (read %d)\n", r.id.c_str(), reads);
+    for (const auto& [id, times] : *listed) {
+      if (times > 1) {
+        std::fprintf(stderr, "store_worker: id %s listed %d times (read %d)\n", id.c_str(), times,
+                     reads);
         return 3;
       }
     }
@@ -205,8 +196,8 @@ CrashOp MakeCrashOp(uint64_t seed, int64_t op) {
   return out;
 }
 
-int Crash(const std::string& root, uint64_t seed, int64_t first_op, int64_t ops, int64_t kill_at,
-          const std::string& ack_path, bool sync) {
+int Crash(StoreKind kind, const std::string& root, uint64_t seed, int64_t first_op, int64_t ops,
+          int64_t kill_at, const std::string& ack_path, bool sync) {
   AckFile ack(ack_path);
   if (!ack.ok()) return Fail("open " + ack_path, Status::IOError("open failed"));
   auto fs = std::make_shared<table::torture::KillFileSystem>(io::PosixFileSystem(), kill_at);
@@ -214,23 +205,24 @@ int Crash(const std::string& root, uint64_t seed, int64_t first_op, int64_t ops,
   options.sync = sync;
   auto store = io::NewFileObjectStore(fs, root, options);
   if (!store.ok()) return Fail("open store", store.status());
-  auto rollouts = RolloutStore::Open(*store, "", SmallOptions("crash"));
-  if (!rollouts.ok()) return Fail("open rollouts", rollouts.status());
+  auto opened = TortureStore::Open(kind, *store, "crash");
+  if (!opened.ok()) return Fail("open the store", opened.status());
+  TortureStore& crashing = **opened;
   for (int64_t op = first_op; op < first_op + ops; ++op) {
     CrashOp c = MakeCrashOp(seed, op);
     if (!ack.Write(fmt::format("begin {} {}", op, c.kind == 2 ? 0 : c.rows))) {
       return Fail("ack", Status::IOError("write failed"));
     }
     if (c.kind == 2) {
-      Result<MergeReport> merged = (*rollouts)->Cleanup();
+      Result<MergeReport> merged = crashing.Cleanup();
       if (!merged.ok() && !Retryable(merged.status())) return Fail("cleanup", merged.status());
     } else {
-      std::vector<RolloutRecord> rows;
-      for (int i = 0; i < c.rows; ++i) rows.push_back(Row(fmt::format("op{:06}-{}", op, i), i));
-      Result<uint64_t> added = (*rollouts)->Add(rows);
-      if (!added.ok()) return Fail("add", added.status());
+      std::vector<std::string> ids;
+      for (int i = 0; i < c.rows; ++i) ids.push_back(fmt::format("op{:06}-{}", op, i));
+      Status added = crashing.Add(ids);
+      if (!added.ok()) return Fail("add", added);
       if (c.kind == 1) {
-        Result<FlushOutcome> flushed = (*rollouts)->Flush();
+        Result<FlushOutcome> flushed = crashing.Flush();
         if (!flushed.ok()) return Fail("flush", flushed.status());
       }
     }
@@ -238,7 +230,7 @@ int Crash(const std::string& root, uint64_t seed, int64_t first_op, int64_t ops,
       return Fail("ack", Status::IOError("write failed"));
     }
   }
-  Status closed = (*rollouts)->Close();
+  Status closed = crashing.Close();
   if (!closed.ok()) return Fail("close", closed);
   ack.Write(fmt::format("done {}", fs->operations()));
   return 0;
@@ -250,24 +242,30 @@ int Crash(const std::string& root, uint64_t seed, int64_t first_op, int64_t ops,
 int main(int argc, char** argv) {
   using namespace strata::store;
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.size() == 8 && args[0] == "write") {
-    return Write(args[1], args[2], args[3], std::atoi(args[4].c_str()), std::atoi(args[5].c_str()),
-                 std::atoi(args[6].c_str()), args[7]);
+  strata::Result<torture::StoreKind> kind = args.empty()
+                                                ? strata::Status::InvalidArgument("no store kind")
+                                                : torture::ParseStoreKind(args[0]);
+  if (kind.ok()) args.erase(args.begin());
+  if (kind.ok() && args.size() == 8 && args[0] == "write") {
+    return Write(*kind, args[1], args[2], args[3], std::atoi(args[4].c_str()),
+                 std::atoi(args[5].c_str()), std::atoi(args[6].c_str()), args[7]);
   }
-  if (args.size() == 4 && args[0] == "merge")
-    return Merge(args[1], args[2], std::atof(args[3].c_str()));
-  if (args.size() == 3 && args[0] == "read") return Read(args[1], std::atof(args[2].c_str()));
-  if (args.size() == 8 && args[0] == "crash") {
-    return Crash(args[1], std::strtoull(args[2].c_str(), nullptr, 10), std::atoll(args[3].c_str()),
-                 std::atoll(args[4].c_str()), std::atoll(args[5].c_str()), args[6],
-                 args[7] == "sync");
+  if (kind.ok() && args.size() == 4 && args[0] == "merge")
+    return Merge(*kind, args[1], args[2], std::atof(args[3].c_str()));
+  if (kind.ok() && args.size() == 3 && args[0] == "read")
+    return Read(*kind, args[1], std::atof(args[2].c_str()));
+  if (kind.ok() && args.size() == 8 && args[0] == "crash") {
+    return Crash(*kind, args[1], std::strtoull(args[2].c_str(), nullptr, 10),
+                 std::atoll(args[3].c_str()), std::atoll(args[4].c_str()),
+                 std::atoll(args[5].c_str()), args[6], args[7] == "sync");
   }
   std::fprintf(stderr,
-               "usage: %s write <root> <shard> <prefix> <adds> <batch> <flush-every> <ack-file>\n"
-               "       %s merge <root> <shards,...> <seconds>\n"
-               "       %s read <root> <seconds>\n"
-               "       %s crash <root> <seed> <first-op> <ops> <kill-at> <ack-file> "
-               "<sync|nosync>\n",
+               "usage: %s <rollout|generic> write <root> <shard> <prefix> <adds> <batch> "
+               "<flush-every> <ack-file>\n"
+               "       %s <rollout|generic> merge <root> <shards,...> <seconds>\n"
+               "       %s <rollout|generic> read <root> <seconds>\n"
+               "       %s <rollout|generic> crash <root> <seed> <first-op> <ops> <kill-at> "
+               "<ack-file> <sync|nosync>\n",
                argv[0], argv[0], argv[0], argv[0]);
   return 1;
 }
