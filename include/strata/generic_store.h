@@ -205,6 +205,15 @@ class GenericStore {
   uint64_t version() const;
   Status Checkout(uint64_t version);
   Status RefreshLatest();
+  Result<std::optional<PreparedMerge>> PrepareCountMerge();
+  Result<std::optional<PreparedMerge>> PrepareCleanupMerge();
+  Result<MergeReport> CommitPreparedMerge(PreparedMerge prepared);
+  Result<bool> ShouldCompact(int64_t min_fragments,
+                             const std::vector<QuietHours>& quiet_hours = {}) const;
+  Result<bool> ShouldCompact(const CompactionPolicy& policy) const;
+  Result<CompactionStats> GetCompactionStats() const;
+  // Removes every object of the store; later calls on any handle fail (StorageBase).
+  Status DeleteData();
 
   StorageBase& base() { return *base_; }
   const StorageBase& base() const { return *base_; }

@@ -232,5 +232,25 @@ Result<int64_t> GenericStore::PendingGenerations() const { return base_->Pending
 uint64_t GenericStore::version() const { return base_->version(); }
 Status GenericStore::Checkout(uint64_t version) { return base_->Checkout(version); }
 Status GenericStore::RefreshLatest() { return base_->RefreshLatest(); }
+Result<std::optional<PreparedMerge>> GenericStore::PrepareCountMerge() {
+  return base_->PrepareCountMerge();
+}
+Result<std::optional<PreparedMerge>> GenericStore::PrepareCleanupMerge() {
+  return base_->PrepareCleanupMerge();
+}
+Result<MergeReport> GenericStore::CommitPreparedMerge(PreparedMerge prepared) {
+  return base_->CommitPreparedMerge(std::move(prepared));
+}
+Result<bool> GenericStore::ShouldCompact(int64_t min_fragments,
+                                         const std::vector<QuietHours>& quiet_hours) const {
+  return base_->ShouldCompact(min_fragments, quiet_hours);
+}
+Result<bool> GenericStore::ShouldCompact(const CompactionPolicy& policy) const {
+  return base_->ShouldCompact(policy);
+}
+Result<CompactionStats> GenericStore::GetCompactionStats() const {
+  return base_->GetCompactionStats();
+}
+Status GenericStore::DeleteData() { return base_->DeleteData(); }
 
 }  // namespace strata::store

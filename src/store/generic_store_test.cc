@@ -11,6 +11,7 @@
 
 #include "store/store_test_util.h"
 #include "strata/builder.h"
+#include "strata/maintenance.h"
 #include "strata/rollout_store.h"
 #include "strata/table.h"
 
@@ -38,6 +39,11 @@ std::string Json(const std::vector<RecordBatch>& batches) {
 }
 
 std::string Json(const RecordBatch& batch) { return Json(std::vector<RecordBatch>{batch}); }
+
+int64_t Value(const Result<int64_t>& result) {
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *result : -1;
+}
 
 class GenericStoreTest : public testing::StoreFixture {
  protected:
@@ -339,6 +345,34 @@ TEST_F(GenericStoreTest, AddBatchesNeedsTheStoreSchema) {
   ASSERT_OK(s->AddBatches({plain}).status());
   ASSERT_OK(s->Flush().status());
   EXPECT_EQ(ListJson(*s), "{\"id\":\"a\"}\n");
+}
+
+TEST_F(GenericStoreTest, MaintenanceSealsAndMergesAGenericStoreAndDeleteDataEndsIt) {
+  MaintenanceOptions maintenance_options;
+  maintenance_options.flush_interval_seconds = 0;  // passes run by hand below
+  maintenance_options.cleanup_interval_seconds = 0;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Maintenance> maintenance,
+                       Maintenance::Create(maintenance_options));
+  GenericStoreOptions options = Options();
+  options.base.maintenance = maintenance;
+  options.base.display_name = "events";
+  ASSERT_OK_AND_ASSIGN(auto s, GenericStore::Open(store_, prefix_, Spec(), options));
+  ASSERT_OK(s->Add(R"([{"id": "a"}, {"id": "b"}])").status());
+  EXPECT_EQ(Value(s->Count()), 0);  // deferred seal
+  MaintenancePassReport flushed = maintenance->RunFlushPass();
+  EXPECT_EQ(flushed.stores, 1);
+  EXPECT_EQ(flushed.succeeded, 1);
+  EXPECT_EQ(Value(s->Count()), 2);
+  MaintenancePassReport cleaned = maintenance->RunCleanupPass();
+  EXPECT_EQ(cleaned.generations_reclaimed, 1);
+  EXPECT_EQ(Value(s->Count(ListSource::kFragments)), 2);
+
+  ASSERT_OK(s->DeleteData());
+  EXPECT_FALSE(Exists());
+  EXPECT_FALSE(s->Add(R"([{"id": "c"}])").ok());
+  EXPECT_FALSE(s->List().ok());
+  EXPECT_EQ(maintenance->RunFlushPass().stores, 0);  // a deleted store leaves the registry
+  EXPECT_TRUE(GenericStore::OpenExisting(store_, prefix_, Options()).status().IsNotFound());
 }
 
 }  // namespace
