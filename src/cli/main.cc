@@ -3,6 +3,7 @@
 
 #include "arrow_commands.h"
 #include "cli_common.h"
+#include "datagen_commands.h"
 #include "rollout_commands.h"
 #include "table_commands.h"
 
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   strata::cli::AddArrowCommands(app, &exit_code);
   strata::cli::AddTableCommands(app, &exit_code);
   strata::cli::AddRolloutCommands(app, &exit_code);
+  strata::cli::AddDatagenCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
