@@ -6,9 +6,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "store/store_test_util.h"
@@ -354,6 +357,49 @@ TEST_F(DatagenStoreTest, ACheckpointIsOneSealedPutVisibleOnReturn) {
   EXPECT_EQ(folded->fields.size(), 50u);
   EXPECT_EQ(folded->trajectory.size(), 1u);
   EXPECT_EQ(folded->last_item_seq, 52);
+}
+
+TEST_F(DatagenStoreTest, ConcurrentReadersSeeWholeCheckpointsOnly) {
+  ASSERT_OK(datagen_->Append({Event(DatagenEventType::kItemCreated, "a", 1)}).status());
+  constexpr int kCheckpoints = 12;
+  constexpr size_t kFields = 9;
+  std::atomic<bool> done{false};
+  Status written;
+  std::thread writer([&] {
+    int64_t seq = 2;
+    for (int c = 0; c < kCheckpoints && written.ok(); ++c) {
+      std::vector<std::pair<std::string, DatagenValue>> fields;
+      for (size_t f = 0; f < kFields; ++f) {
+        fields.emplace_back(fmt::format("f{}", f), DatagenValue::Int(c));
+      }
+      written =
+          datagen_->AppendCheckpoint(Checkpoint("a", seq, fmt::format("s{}", c), fields)).status();
+      seq += kFields + 1;
+    }
+    done = true;
+  });
+  int reads = 0;
+  bool last = false;
+  while (!last) {
+    last = done.load();  // one more read after the writer finished
+    auto events = datagen_->EventsForItem("a");
+    EXPECT_TRUE(events.ok()) << events.status();
+    if (!events.ok()) break;  // the writer is joined below
+    std::map<std::string, size_t> per_checkpoint;
+    for (const DatagenEvent& e : *events) {
+      if (e.event_type != DatagenEventType::kItemCreated) ++per_checkpoint[e.checkpoint_id];
+    }
+    for (const auto& [checkpoint, n] : per_checkpoint) {
+      EXPECT_EQ(n, kFields + 1) << "checkpoint " << checkpoint << " seen in part";
+    }
+    if (last) {
+      EXPECT_EQ(per_checkpoint.size(), static_cast<size_t>(kCheckpoints));
+    }
+    ++reads;
+  }
+  writer.join();
+  ASSERT_OK(written);
+  EXPECT_GE(reads, 1);
 }
 
 TEST_F(DatagenStoreTest, AppendRunsTheCountTriggeredMerge) {
