@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <bit>
 #include <charconv>
-#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -169,7 +169,7 @@ bool operator==(const DatagenValue& a, const DatagenValue& b) {
     case DatagenValue::Kind::kInt:
       return a.int_ == b.int_;
     case DatagenValue::Kind::kFloat:
-      return std::memcmp(&a.float_, &b.float_, sizeof(double)) == 0;
+      return std::bit_cast<uint64_t>(a.float_) == std::bit_cast<uint64_t>(b.float_);
     case DatagenValue::Kind::kBool:
       return a.bool_ == b.bool_;
     case DatagenValue::Kind::kStr:

@@ -153,6 +153,7 @@ Result<std::vector<DatagenItemFailure>> DatagenStore::ItemFailures(std::string_v
       std::vector<DatagenEvent> events,
       Read(fmt::format("item_id = {} AND event_type = 'FAILED'", Quote(item_id))));
   std::vector<DatagenItemFailure> out;
+  out.reserve(events.size());
   for (DatagenEvent& e : events) {
     out.push_back(DatagenItemFailure{DatagenCursor{*e.position(), e.item_seq}, std::move(e.run_id),
                                      e.attempt, std::move(*e.error_type), std::move(e.error_dump),
