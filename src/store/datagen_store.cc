@@ -202,9 +202,23 @@ Result<std::optional<DatagenFoldedItem>> DatagenStore::FoldItem(std::string_view
 Result<std::map<std::string, std::optional<DatagenItemStatus>>> DatagenStore::RootItemStatuses(
     const std::vector<std::string>& root_item_ids) const {
   std::map<std::string, std::optional<DatagenItemStatus>> out;
-  for (const std::string& root : root_item_ids) {
-    STRATA_ASSIGN_OR_RETURN(std::optional<DatagenFoldedItem> folded, FoldItem(root));
-    out[root] = folded ? std::optional<DatagenItemStatus>(folded->status) : std::nullopt;
+  for (const std::string& root : root_item_ids) out[root] = std::nullopt;
+  // One read per chunk of ids (item_id IN (...)), then one fold per item found.
+  std::vector<std::string> ids;
+  for (const auto& [id, status] : out) ids.push_back(fmt::format("{}", Quote(id)));
+  for (size_t begin = 0; begin < ids.size(); begin += kGetManyLimit) {
+    const size_t end = std::min(ids.size(), begin + kGetManyLimit);
+    std::string filter = "item_id IN (";
+    for (size_t i = begin; i < end; ++i) filter += (i > begin ? ", " : "") + ids[i];
+    filter += ")";
+    STRATA_ASSIGN_OR_RETURN(std::vector<DatagenEvent> events, Read(filter));
+    STRATA_RETURN_IF_ERROR(ForEachItem(events, [&](std::vector<DatagenEvent> item) -> Status {
+      std::string id = item.front().item_id;
+      STRATA_ASSIGN_OR_RETURN(std::optional<DatagenFoldedItem> folded,
+                              FoldDatagenEvents(std::move(item)));
+      if (folded) out[id] = folded->status;
+      return Status::OK();
+    }));
   }
   return out;
 }

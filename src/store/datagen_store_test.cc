@@ -634,9 +634,15 @@ TEST_F(DatagenStoreTest, TreeFailuresStatusesAndTrajectory) {
   ASSERT_OK_AND_ASSIGN(auto run2, datagen_->Failures("run-2"));
   EXPECT_EQ(run2.size(), 1u);
 
-  ASSERT_OK_AND_ASSIGN(auto statuses, datagen_->RootItemStatuses({"r", "nobody"}));
+  // Ids with quotes and non-ASCII text are quoted in the filters.
+  ASSERT_OK(datagen_->Append({Event(DatagenEventType::kItemCreated, "it's-ü", 1)}).status());
+  ASSERT_OK_AND_ASSIGN(auto statuses, datagen_->RootItemStatuses({"r", "nobody", "it's-ü"}));
+  EXPECT_EQ(statuses.size(), 3u);
   EXPECT_EQ(statuses.at("r"), DatagenItemStatus::kCompleted);
   EXPECT_EQ(statuses.at("nobody"), std::nullopt);
+  EXPECT_EQ(statuses.at("it's-ü"), DatagenItemStatus::kRunning);
+  ASSERT_OK_AND_ASSIGN(auto quoted, datagen_->EventsForItem("it's-ü"));
+  EXPECT_EQ(quoted.size(), 1u);
   ASSERT_OK_AND_ASSIGN(auto trajectory, datagen_->Trajectory("r"));
   EXPECT_EQ(trajectory, (std::vector<DatagenCursor>{DatagenCursor{Pos("gen"), 2}}));
   ASSERT_OK_AND_ASSIGN(auto events, datagen_->EventsForRoot("r"));
