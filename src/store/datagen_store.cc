@@ -205,7 +205,8 @@ Result<std::map<std::string, std::optional<DatagenItemStatus>>> DatagenStore::Ro
   for (const std::string& root : root_item_ids) out[root] = std::nullopt;
   // One read per chunk of ids (item_id IN (...)), then one fold per item found.
   std::vector<std::string> ids;
-  for (const auto& [id, status] : out) ids.push_back(fmt::format("{}", Quote(id)));
+  ids.reserve(out.size());
+  for (const auto& [id, status] : out) ids.push_back(Quote(id));
   for (size_t begin = 0; begin < ids.size(); begin += kGetManyLimit) {
     const size_t end = std::min(ids.size(), begin + kGetManyLimit);
     std::string filter = "item_id IN (";
