@@ -367,8 +367,10 @@ struct DatagenOverview {
 
 struct DatagenStoreOptions {
   // Every StorageBase knob except schema, key_column, store_kind and seal_on_put (the store
-  // sets them: the datagen schema, "event_id", "datagen", seal on put). No periodic cleanup
-  // option: the process-wide maintenance component schedules cleanups.
+  // sets them: the datagen schema, "event_id", "datagen", seal on put). base.clock also
+  // stamps the event_ts of stream writers' events. No periodic cleanup option (the
+  // reference's cleanup_interval_secs): the process-wide maintenance component schedules
+  // cleanups for every store.
   StorageBaseOptions base;
 };
 
