@@ -86,6 +86,10 @@ out=$("$strata" datagen overview "$s")
 grep -q '"completed_steps":{"gen":2,"judge":2}' <<< "$out" || fail "overview steps: $out"
 grep -q '"run-b":{"failures":1,"failures_by_error_type":{"ValueError":1},"sample_root_item_ids":\["doc-2"\]}' \
   <<< "$out" || fail "overview runs: $out"
+expect_exit 1 "$strata" datagen events "$s"
+grep -q "give exactly one of --item and --root" "$work/err" || fail "events without a selector"
+expect_output_error "$strata" datagen overview "$s"
+expect_output_error "$strata" datagen events "$s" --root doc-1 --format jsonl
 out=$("$strata" datagen status "$s" doc-1 doc-2 doc-9)
 [[ $out == '{"doc-1":"completed","doc-2":"filtered","doc-9":null}' ]] || fail "status: $out"
 
