@@ -4,6 +4,7 @@
 #include "arrow_commands.h"
 #include "cli_common.h"
 #include "generic_commands.h"
+#include "datagen_commands.h"
 #include "rollout_commands.h"
 #include "table_commands.h"
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   strata::cli::AddTableCommands(app, &exit_code);
   strata::cli::AddRolloutCommands(app, &exit_code);
   strata::cli::AddGenericCommands(app, &exit_code);
+  strata::cli::AddDatagenCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
