@@ -460,6 +460,17 @@ class DatagenStore {
   // Pins reads to base version `version`; the handle is read-only until RefreshLatest.
   Status Checkout(uint64_t version);
   Status RefreshLatest();
+  Result<bool> CountMergeDue() const;
+  // The merge steps, compaction bookkeeping and deletion of StorageBase (storage_base.h).
+  Result<std::optional<PreparedMerge>> PrepareCountMerge();
+  Result<std::optional<PreparedMerge>> PrepareCleanupMerge();
+  Result<MergeReport> CommitPreparedMerge(PreparedMerge prepared);
+  Result<bool> ShouldCompact(int64_t min_fragments,
+                             const std::vector<QuietHours>& quiet_hours = {}) const;
+  Result<bool> ShouldCompact(const CompactionPolicy& policy) const;
+  Result<CompactionStats> GetCompactionStats() const;
+  // Removes every object of the store; later calls on any handle fail (StorageBase).
+  Status DeleteData();
 
   StorageBase& base() { return *base_; }
   const StorageBase& base() const { return *base_; }

@@ -304,6 +304,27 @@ Result<StoreObservation> DatagenStore::Observe() const { return base_->Observe()
 uint64_t DatagenStore::version() const { return base_->version(); }
 Status DatagenStore::Checkout(uint64_t version) { return base_->Checkout(version); }
 Status DatagenStore::RefreshLatest() { return base_->RefreshLatest(); }
+Result<bool> DatagenStore::CountMergeDue() const { return base_->CountMergeDue(); }
+Result<std::optional<PreparedMerge>> DatagenStore::PrepareCountMerge() {
+  return base_->PrepareCountMerge();
+}
+Result<std::optional<PreparedMerge>> DatagenStore::PrepareCleanupMerge() {
+  return base_->PrepareCleanupMerge();
+}
+Result<MergeReport> DatagenStore::CommitPreparedMerge(PreparedMerge prepared) {
+  return base_->CommitPreparedMerge(std::move(prepared));
+}
+Result<bool> DatagenStore::ShouldCompact(int64_t min_fragments,
+                                         const std::vector<QuietHours>& quiet_hours) const {
+  return base_->ShouldCompact(min_fragments, quiet_hours);
+}
+Result<bool> DatagenStore::ShouldCompact(const CompactionPolicy& policy) const {
+  return base_->ShouldCompact(policy);
+}
+Result<CompactionStats> DatagenStore::GetCompactionStats() const {
+  return base_->GetCompactionStats();
+}
+Status DatagenStore::DeleteData() { return base_->DeleteData(); }
 
 // --- Stream writer -----------------------------------------------------------------------
 

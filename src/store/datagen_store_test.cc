@@ -16,6 +16,7 @@
 
 #include "store/datagen_test_util.h"
 #include "store/store_test_util.h"
+#include "strata/maintenance.h"
 
 namespace strata::store {
 namespace {
@@ -474,6 +475,35 @@ TEST_F(DatagenStoreTest, ResumeContinuesAfterTheLastEvent) {
             "0\0"s
             "0");
   EXPECT_EQ(events.back().writer_epoch, "e2");
+}
+
+TEST_F(DatagenStoreTest, MaintenanceCleansADatagenStoreAndDeleteDataEndsIt) {
+  MaintenanceOptions maintenance_options;
+  maintenance_options.flush_interval_seconds = 0;  // passes run by hand below
+  maintenance_options.cleanup_interval_seconds = 0;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Maintenance> maintenance,
+                       Maintenance::Create(maintenance_options));
+  datagen_.reset();
+  DatagenStoreOptions options;
+  options.base.maintenance = maintenance;
+  ASSERT_OK_AND_ASSIGN(datagen_, OpenDatagen(options));
+  ASSERT_OK(datagen_->Append({Event(DatagenEventType::kItemCreated, "a", 1)}).status());
+  ASSERT_OK(datagen_->Append({Event(DatagenEventType::kItemCreated, "b", 1)}).status());
+  EXPECT_EQ(datagen_->PendingGenerations().ValueOr(-1), 2);
+  MaintenancePassReport cleaned = maintenance->RunCleanupPass();
+  EXPECT_EQ(cleaned.stores, 1);
+  EXPECT_EQ(cleaned.generations_reclaimed, 2);
+  EXPECT_EQ(datagen_->base().Count(ListSource::kFragments).ValueOr(-1), 2);
+  ASSERT_OK_AND_ASSIGN(CompactionStats stats, datagen_->GetCompactionStats());
+  EXPECT_EQ(stats.total_fragments, 1);
+
+  ASSERT_OK(datagen_->DeleteData());
+  EXPECT_FALSE(datagen_->Append({Event(DatagenEventType::kItemCreated, "c", 1)}).ok());
+  EXPECT_FALSE(datagen_->FoldItem("a").ok());
+  EXPECT_EQ(maintenance->RunCleanupPass().stores, 0);  // a deleted store leaves the registry
+  EXPECT_TRUE(DatagenStore::Open(store_, "datagen/", {}, /*create_if_missing=*/false)
+                  .status()
+                  .IsNotFound());
 }
 
 }  // namespace
