@@ -3,8 +3,8 @@
 
 #include "arrow_commands.h"
 #include "cli_common.h"
-#include "generic_commands.h"
 #include "datagen_commands.h"
+#include "generic_commands.h"
 #include "rollout_commands.h"
 #include "table_commands.h"
 
