@@ -17,6 +17,7 @@
 #include "store/datagen_test_util.h"
 #include "store/store_test_util.h"
 #include "strata/maintenance.h"
+#include "strata/rollout_store.h"
 
 namespace strata::store {
 namespace {
@@ -347,6 +348,20 @@ TEST_F(DatagenStoreTest, BlobReadsTakeTheNewestGeneration) {
 TEST_F(DatagenStoreTest, RecordsItsKind) {
   ASSERT_OK_AND_ASSIGN(auto kind, OwningStoreKind(*store_, "datagen/", *datagen_->base().schema()));
   EXPECT_EQ(kind, std::optional<std::string>(kDatagenStoreKind));
+}
+
+TEST_F(DatagenStoreTest, AStoreOfAnotherKindIsRefusedBeforeAnythingChanges) {
+  ASSERT_OK_AND_ASSIGN(auto rollouts, RolloutStore::Open(store_, "rollouts/"));
+  rollouts.reset();
+  auto opened = DatagenStore::Open(store_, "rollouts/");
+  EXPECT_INVALID(opened.status(), "is a rollout store, not a datagen store");
+  // A rollout store opened on the datagen store must not evolve it to the rollout schema.
+  const int columns = datagen_->base().schema()->num_fields();
+  datagen_.reset();
+  auto as_rollout = RolloutStore::Open(store_, "datagen/");
+  EXPECT_INVALID(as_rollout.status(), "is a datagen store, not a rollout store");
+  ASSERT_OK_AND_ASSIGN(datagen_, OpenDatagen());
+  EXPECT_EQ(datagen_->base().schema()->num_fields(), columns);
 }
 
 // --- Stream writer -----------------------------------------------------------------------------

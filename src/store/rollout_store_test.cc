@@ -826,6 +826,7 @@ TEST_F(RolloutStoreTest, OlderStoresGainNewColumnsAndKeepTheirRows) {
   legacy_options.schema = std::make_shared<Schema>(legacy);
   legacy_options.key_column = "id";
   legacy_options.shard_id = "solo";
+  legacy_options.store_kind = std::string(kRolloutStoreKind);  // an older rollout store
   {
     ASSERT_OK_AND_ASSIGN(auto old_store, StorageBase::Open(store_, prefix_, legacy_options));
     ASSERT_OK_AND_ASSIGN(RecordBatch batch,

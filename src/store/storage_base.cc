@@ -444,6 +444,15 @@ Result<std::unique_ptr<StorageBase>> StorageBase::Open(std::shared_ptr<ObjectSto
   for (const std::string& warning : base->warnings()) {
     LogWarning("store {}{}: {}", store->Describe(), prefix.empty() ? "" : "/" + prefix, warning);
   }
+  // A typed store never opens (and never evolves the schema of) a store of another kind. A
+  // bare StorageBase (the default kind) may open any store.
+  if (std::optional<std::string_view> recorded = base->schema()->metadata().Get(kStoreKindMetadata);
+      recorded.has_value() && !options.store_kind.empty() &&
+      options.store_kind != kGenericStoreKind && *recorded != options.store_kind) {
+    return Status::InvalidArgument(
+        fmt::format("store at '{}{}' is a {} store, not a {} store", store->Describe(),
+                    prefix.empty() ? "" : "/" + prefix, *recorded, options.store_kind));
+  }
   int key = base->schema()->GetFieldIndex(options.key_column);
   if (key < 0) {
     return Status::InvalidArgument(
