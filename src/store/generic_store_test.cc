@@ -370,6 +370,10 @@ TEST_F(GenericStoreTest, MaintenanceSealsAndMergesAGenericStoreAndDeleteDataEnds
   ASSERT_OK(s->DeleteData());
   EXPECT_FALSE(Exists());
   EXPECT_FALSE(s->Add(R"([{"id": "c"}])").ok());
+  // An add with no rows fails too: the handle is deleted, whatever the input.
+  EXPECT_TRUE(s->Add("[]").status().IsNotFound()) << s->Add("[]").status();
+  EXPECT_TRUE(s->Add("").status().IsNotFound());
+  EXPECT_TRUE(s->AddBatches({}).status().IsNotFound());
   EXPECT_FALSE(s->List().ok());
   EXPECT_EQ(maintenance->RunFlushPass().stores, 0);  // a deleted store leaves the registry
   EXPECT_TRUE(GenericStore::OpenExisting(store_, prefix_, Options()).status().IsNotFound());
