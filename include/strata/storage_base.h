@@ -328,8 +328,10 @@ class StorageBase {
   // Commits a prepared merge (serialised with the handle's other merges). A stale prepare —
   // another merge already drained all of its generations — commits nothing and reports 0
   // generations (base_version 0); generations sealed after the prepare stay pending.
-  // InvalidArgument for a merge another handle prepared; Busy when the base commit lost to a
-  // concurrent compaction or merge three times (prepare again). Otherwise as MaybeMerge.
+  // InvalidArgument for a merge another handle prepared; Busy, committing nothing, when
+  // another merge committed some but not all of its generations since the prepare (or its
+  // base commit lost a race): prepare again. One attempt (MaybeMerge and Cleanup prepare
+  // again themselves, 3 attempts). Otherwise as MaybeMerge.
   Result<MergeReport> CommitPreparedMerge(PreparedMerge prepared);
   // Metadata only: whether MaybeMerge would merge now.
   Result<bool> CountMergeDue() const;

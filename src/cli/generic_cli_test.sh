@@ -87,6 +87,14 @@ want='{"id":"doc-1","title":"Intro to LSM trees","score":0.92,"views":1200,"publ
 grep -q "more rows follow: --offset 1" "$work/err" || fail "more rows: $(cat "$work/err")"
 out=$("$strata" generic list "$s" --filter "views > 100 AND published" --columns id,views)
 [[ $out == $'{"id":"doc-1","views":1200}\n{"id":"doc-2","views":310}' ]] || fail "filter: $out"
+# The largest --limit is a page of every row (no overflow asking for one more).
+out=$("$strata" generic list "$s" --columns id --limit 9223372036854775807 2> "$work/err")
+[[ $out == $'{"id":"doc-1"}\n{"id":"doc-2"}\n{"id":"doc-3"}\n{"id":"doc-4"}' ]] \
+  || fail "largest limit: $out $(cat "$work/err")"
+[[ ! -s $work/err ]] || fail "largest limit wrote to stderr: $(cat "$work/err")"
+out=$("$strata" generic list "$s" --columns id --limit 0 2> "$work/err")
+[[ -z $out ]] || fail "limit 0 printed rows: $out"
+grep -q "more rows follow: --offset 0" "$work/err" || fail "limit 0: $(cat "$work/err")"
 out=$("$strata" generic list "$s" --columns id --offset 2 --limit 1)
 [[ $out == '{"id":"doc-3"}' ]] || fail "page: $out"
 out=$("$strata" generic list "$s" --columns id,tags --offset 3)

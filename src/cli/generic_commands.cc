@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -313,7 +314,8 @@ Status RunList(const ListOptions& opt) {
   request.columns = columns;
   request.filter = opt.filter;
   request.offset = opt.offset;
-  request.limit = opt.limit + 1;  // one more tells whether rows follow the page
+  // One more tells whether rows follow the page (none can follow the largest limit).
+  request.limit = opt.limit < std::numeric_limits<int64_t>::max() ? opt.limit + 1 : opt.limit;
   Result<std::vector<RecordBatch>> listed = generic->List(request);
   if (!listed.ok()) return listed.status().WithContext(opt.dir);
   Printer printer(opt.output, printed);

@@ -71,6 +71,20 @@ Status LineNumbered(const Status& status) {
   return Status::InvalidArgument(fmt::format("line {}", message.substr(4)));
 }
 
+// "row 2: expected a JSON object ..." from the reader numbers array elements from 1, but the
+// codec numbers rows from 0 (as its value errors do): renumber.
+Status ZeroBasedRow(const Status& status) {
+  std::string_view message = status.message();
+  if (!message.starts_with("row ")) return status;
+  std::string_view rest = message.substr(4);
+  const size_t digits = rest.find_first_not_of("0123456789");
+  if (digits == 0 || digits == std::string_view::npos) return status;
+  int64_t row = 0;
+  for (char c : rest.substr(0, digits)) row = row * 10 + (c - '0');
+  if (row < 1) return status;
+  return Status::InvalidArgument(fmt::format("row {}{}", row - 1, rest.substr(digits)));
+}
+
 }  // namespace
 
 Result<RecordBatch> EncodeJsonRows(const SchemaPtr& schema, std::string_view json_rows) {
@@ -88,7 +102,9 @@ Result<RecordBatch> EncodeJsonRows(const SchemaPtr& schema, std::string_view jso
   const bool array = first != std::string_view::npos && rest[first] == '[';
   Result<RecordBatch> batch = array ? json::ArrayOfRowsToBatch(schema, json_rows, options)
                                     : json::RowsToBatch(schema, json_rows, options);
-  if (!batch.ok() && !array && !value_error) return LineNumbered(batch.status());
+  if (!batch.ok() && !value_error) {
+    return array ? ZeroBasedRow(batch.status()) : LineNumbered(batch.status());
+  }
   return batch;
 }
 

@@ -127,7 +127,12 @@ TEST(GenericCodecTest, BadRowsNameTheRowAndTheColumn) {
   EXPECT_EQ(EncodeError("{\"id\": \"a\", \"req\": 1}\n{\"id\": "),
             "line 2: malformed JSON at column 8: syntax error while parsing value - unexpected "
             "end of input; expected '[', '{', or a literal");
-  EXPECT_EQ(EncodeError("[1]"), "row 1: expected a JSON object, found number 1");
+  // An array element that is not an object is numbered from 0 too, as its value errors are.
+  EXPECT_EQ(EncodeError("[1]"), "row 0: expected a JSON object, found number 1");
+  EXPECT_EQ(EncodeError(R"([{"id": "a", "req": 1}, null])"),
+            "row 1: expected a JSON object, found null");
+  EXPECT_EQ(EncodeError(R"([{"id": "a", "req": 1}, {"id": "b"}])"),
+            "row 1: column 'req' is not nullable and was not supplied");
   EXPECT_EQ(EncodeError("5"), "line 1: expected a JSON object, found number 5");
 }
 

@@ -132,7 +132,7 @@ bool GenericStore::seal_on_add() const { return seal_on_add_; }
 
 Result<uint64_t> GenericStore::Add(std::string_view json_rows) {
   STRATA_ASSIGN_OR_RETURN(RecordBatch batch, EncodeJsonRows(base_->schema(), json_rows));
-  if (batch.num_rows() == 0) return base_->version();
+  // No early return for zero rows: Put checks the handle (deleted, pinned) either way.
   STRATA_RETURN_IF_ERROR(base_->Put({batch}));
   return base_->version();
 }

@@ -4,6 +4,7 @@
 #include "strata/generic_store.h"
 
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -180,6 +181,25 @@ TEST_F(GenericStoreTest, AStoreOfAnotherKindIsNotOpened) {
             Status::InvalidArgument(
                 "dataset has no stored schema spec: it was not created as a generic store"));
   EXPECT_TRUE(OpenGeneric().status().IsInvalidArgument());
+}
+
+TEST_F(GenericStoreTest, ARolloutStoreOpenLeavesAGenericStoreUnchanged) {
+  uint64_t version = 0;
+  {
+    ASSERT_OK_AND_ASSIGN(auto s, OpenGeneric());
+    ASSERT_OK(s->Add(R"({"id": "a", "score": 1})").status());
+    ASSERT_OK(s->Flush().status());
+    version = s->version();
+  }
+  // RolloutStore::Open would add the rollout columns to the base schema (schema evolution).
+  Status refused = OpenRollout().status();
+  EXPECT_TRUE(refused.IsInvalidArgument()) << refused;
+  EXPECT_THAT(refused.message(), ::testing::HasSubstr("is a generic store"));
+  ASSERT_OK_AND_ASSIGN(auto s, GenericStore::OpenExisting(store_, prefix_, Options()));
+  EXPECT_EQ(s->version(), version);
+  ASSERT_OK_AND_ASSIGN(SchemaPtr expected, Spec().ToArrowSchema());
+  EXPECT_EQ(s->schema()->num_fields(), expected->num_fields()) << s->schema()->ToString();
+  EXPECT_EQ(ListJson(*s), "{\"id\":\"a\",\"score\":1}\n");
 }
 
 TEST_F(GenericStoreTest, DeferredSealRowsAreInvisibleUntilFlush) {
@@ -370,6 +390,10 @@ TEST_F(GenericStoreTest, MaintenanceSealsAndMergesAGenericStoreAndDeleteDataEnds
   ASSERT_OK(s->DeleteData());
   EXPECT_FALSE(Exists());
   EXPECT_FALSE(s->Add(R"([{"id": "c"}])").ok());
+  // An add with no rows fails too: the handle is deleted, whatever the input.
+  EXPECT_TRUE(s->Add("[]").status().IsNotFound()) << s->Add("[]").status();
+  EXPECT_TRUE(s->Add("").status().IsNotFound());
+  EXPECT_TRUE(s->AddBatches({}).status().IsNotFound());
   EXPECT_FALSE(s->List().ok());
   EXPECT_EQ(maintenance->RunFlushPass().stores, 0);  // a deleted store leaves the registry
   EXPECT_TRUE(GenericStore::OpenExisting(store_, prefix_, Options()).status().IsNotFound());

@@ -9,6 +9,9 @@
 #include <set>
 #include <utility>
 
+#include "strata/generic_store.h"
+#include "strata/table.h"
+
 namespace strata::store {
 namespace {
 
@@ -162,6 +165,21 @@ Result<std::unique_ptr<RolloutStore>> RolloutStore::Open(std::shared_ptr<ObjectS
                                                          RolloutStoreOptions options,
                                                          bool create_if_missing) {
   StorageBaseOptions base_options = std::move(options.base);
+  if (store == nullptr) return Status::InvalidArgument("RolloutStore::Open: no object store");
+  STRATA_ASSIGN_OR_RETURN(bool exists, table::Table::Exists(*store, prefix));
+  if (exists) {
+    // A generic store records the same kind as a plain StorageBase ("generic"), which a
+    // rollout store may adopt (older stores): tell it by its schema spec, before the schema
+    // evolution below would try to add the rollout columns to it.
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> table,
+                            table::Table::Open(store, prefix, base_options.table_options));
+    if (table->schema()->metadata().Get(kSchemaSpecMetadata).has_value()) {
+      return Status::InvalidArgument(
+          fmt::format("store at '{}{}' is a generic store, not a rollout store (open it with "
+                      "GenericStore)",
+                      store->Describe(), prefix.empty() ? "" : "/" + prefix));
+    }
+  }
   base_options.schema = RolloutSchema();
   base_options.key_column = "id";
   base_options.store_kind = std::string(kRolloutStoreKind);

@@ -112,9 +112,13 @@ Result<ColumnType> TypeFromJson(const Json& value, const std::string& column,
     } else if (key == "dim" && type.kind == ColumnKind::kVector) {
       STRATA_RETURN_IF_ERROR(expect(v.is_number_integer(), "an integer"));
       const auto dim = v.get<int64_t>();
-      if (dim <= 0 || dim > INT32_MAX) {
+      if (dim <= 0) {
         return Status::InvalidArgument(
             fmt::format("column '{}': vector dim must be positive, got {}", column, dim));
+      }
+      if (dim > INT32_MAX) {
+        return Status::InvalidArgument(fmt::format(
+            "column '{}': vector dim must be at most {}, got {}", column, INT32_MAX, dim));
       }
       type.dim = static_cast<int32_t>(dim);
     } else if (key == "metric" && type.kind == ColumnKind::kVector) {

@@ -166,6 +166,8 @@ TEST(SchemaSpecTest, MalformedSpecJsonIsRejectedNamingTheColumn) {
             "column 'x': a vector type needs \"dim\" (its length)");
   EXPECT_EQ(ParseError(R"({"columns": [["x", {"type": "vector", "dim": 0}]]})"),
             "column 'x': vector dim must be positive, got 0");
+  EXPECT_EQ(ParseError(R"({"columns": [["x", {"type": "vector", "dim": 3000000000}]]})"),
+            "column 'x': vector dim must be at most 2147483647, got 3000000000");
   EXPECT_EQ(ParseError(R"({"columns": [["x", {"type": "list"}]]})"),
             "column 'x': a list type needs \"item\" (its element type)");
   EXPECT_EQ(ParseError(R"({"columns": [["x", {"type": "bool", "nullable": "no"}]]})"),

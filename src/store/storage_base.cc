@@ -219,9 +219,11 @@ struct StorageBase::Impl {
 
   // Joins options.maintenance (no-op without one, or when registered).
   void Register() {
-    if (options.maintenance == nullptr || deleted.load(std::memory_order_acquire)) return;
+    if (options.maintenance == nullptr) return;
     MutexLock lock(registration_mutex);
-    if (registered) return;
+    // Checked under the lock: DeleteData sets `deleted` before its Unregister takes it, so a
+    // write racing with DeleteData cannot register the deleted handle again after it left.
+    if (registered || deleted.load(std::memory_order_acquire)) return;
     options.maintenance->Register(
         self, options.display_name.empty() ? store_label : options.display_name,
         options.store_kind.empty() ? std::string(kGenericStoreKind) : options.store_kind);
@@ -250,6 +252,10 @@ struct StorageBase::Impl {
   Result<std::shared_ptr<lsm::ShardWriter>> GetWriter() {
     MutexLock lock(writer_mutex);
     if (writer != nullptr) return writer;
+    // DeleteData sets `deleted`, then empties the slot under this lock: a write that passed
+    // its check before must not open (and leave for Close to seal) a writer under the
+    // deleted prefix.
+    STRATA_RETURN_IF_ERROR(CheckAlive());
     lsm::ShardWriterOptions writer_options;
     writer_options.max_memtable_rows = options.max_memtable_rows;
     writer_options.max_memtable_bytes = options.max_memtable_bytes;

@@ -63,6 +63,33 @@ TEST_F(StorageBaseMaintenanceTest, StalePrepareCommitsNothing) {
   EXPECT_EQ(observed.pending_generations, 0);
 }
 
+TEST_F(StorageBaseMaintenanceTest, PartlyStalePrepareIsBusyAndLosesNothing) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenItems());
+  ASSERT_OK(base->Put({Items("a", 1)}));
+  ASSERT_OK_AND_ASSIGN(std::optional<PreparedMerge> older, base->PrepareCleanupMerge());
+  ASSERT_OK(base->Put({Items("b", 1)}));
+  ASSERT_OK_AND_ASSIGN(std::optional<PreparedMerge> newer, base->PrepareCleanupMerge());
+  ASSERT_TRUE(older.has_value());
+  ASSERT_TRUE(newer.has_value());
+  EXPECT_EQ(older->generations(), 1);
+  EXPECT_EQ(newer->generations(), 2);  // the older one's generation and one sealed after it
+  ASSERT_OK_AND_ASSIGN(MergeReport first, base->CommitPreparedMerge(std::move(*older)));
+  EXPECT_EQ(first.generations_reclaimed, 1);
+  const uint64_t version = base->version();
+  // One of its generations is merged, one is not: no commit, one attempt, prepare again.
+  Result<MergeReport> busy = base->CommitPreparedMerge(std::move(*newer));
+  EXPECT_TRUE(busy.status().IsBusy()) << busy.status();
+  EXPECT_EQ(base->version(), version);
+  EXPECT_OK_AND_EQ_(base->PendingGenerations(), 1);
+  ASSERT_OK_AND_ASSIGN(std::optional<PreparedMerge> again, base->PrepareCleanupMerge());
+  ASSERT_TRUE(again.has_value());
+  ASSERT_OK_AND_ASSIGN(MergeReport second, base->CommitPreparedMerge(std::move(*again)));
+  EXPECT_EQ(second.generations_reclaimed, 1);
+  ASSERT_OK_AND_ASSIGN(StoreObservation observed, base->Observe());
+  EXPECT_EQ(observed.base_rows, 2);
+  EXPECT_EQ(observed.pending_generations, 0);
+}
+
 TEST_F(StorageBaseMaintenanceTest, PrepareDoesNotWaitForACommitInFlight) {
   auto parking = std::make_shared<testing::ParkingStore>(store_);
   ASSERT_OK_AND_ASSIGN(auto base, OpenItems({}, parking));
