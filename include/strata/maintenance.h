@@ -22,7 +22,7 @@
 //
 // Metrics (MaintenanceOptions::metrics, default DefaultMetrics()), each with a `kind` label
 // (StorageBaseOptions::store_kind):
-//   strata_wal_flush_total{result=ok|failed|timeout}
+//   strata_wal_flush_total{result=ok|fenced|failed|timeout}
 //   strata_wal_count_merge_total{result=merged|noop|failed}        (after a flush)
 //   strata_wal_cleanup_total{result=merged|noop|failed|timeout}
 //   strata_maintenance_generations_reclaimed_total                  (by the two above)

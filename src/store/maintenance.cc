@@ -190,10 +190,23 @@ struct Maintenance::State {
           out.ok = false;
           return out;
         }
+        if (*flushed == FlushOutcome::kFenced) {
+          // Another handle claimed the shard: it seals and merges what this one wrote.
+          LogWarning("maintenance: flush of store {} was fenced by a newer writer", name);
+          out.result = "fenced";
+          return out;
+        }
         out.result = "ok";
         // The count trigger rides the flush timer.
         Result<bool> due = store.CountMergeDue();
-        if (!due.ok() || !*due) return out;
+        if (!due.ok()) {
+          LogWarning("maintenance: count-merge check of store {} failed: {}", name,
+                     due.status().ToString());
+          out.merge_result = "failed";
+          out.ok = false;
+          return out;
+        }
+        if (!*due) return out;
         Result<MergeReport> merged = store.MaybeMerge();
         if (!merged.ok()) {
           LogWarning("maintenance: count-triggered merge of store {} failed: {}", name,

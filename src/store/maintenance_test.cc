@@ -104,6 +104,22 @@ TEST_F(MaintenanceTest, FlushPassRunsTheCountTriggeredMergeAfterASeal) {
   EXPECT_EQ(Metric(R"(strata_wal_count_merge_total{result="merged",kind="rollout"})"), 1);
 }
 
+TEST_F(MaintenanceTest, FencedFlushIsCountedAsFenced) {
+  std::shared_ptr<Maintenance> m = Start(Off());
+  StorageBaseOptions options;
+  options.shard_id = "one-writer";
+  ASSERT_OK_AND_ASSIGN(auto first, OpenRegistered(m, options));
+  ASSERT_OK(first->Put({Items("a", 2)}));
+  options.maintenance = nullptr;
+  ASSERT_OK_AND_ASSIGN(auto second, OpenItems(options));
+  ASSERT_OK(second->OpenWriter());  // claims the shard: replays and publishes the rows
+  MaintenancePassReport report = m->RunFlushPass();
+  EXPECT_EQ(report.failed, 0);
+  EXPECT_EQ(Metric(R"(strata_wal_flush_total{result="fenced",kind="generic"})"), 1);
+  EXPECT_EQ(Metric(R"(strata_wal_flush_total{result="ok",kind="generic"})"), 0);
+  EXPECT_OK_AND_EQ_(second->Count(), 2);
+}
+
 TEST_F(MaintenanceTest, CleanupPassMergesWhatIsPending) {
   std::shared_ptr<Maintenance> m = Start(Off());
   ASSERT_OK_AND_ASSIGN(auto base, OpenRegistered(m));
