@@ -88,9 +88,10 @@ class Engine {
 // Factories (each in its own file). `fsync` false gives strata's process-crash durability
 // (the level Lance runs at on a local filesystem).
 std::unique_ptr<Engine> MakeStrataEngine(bool fsync);
-// strata through a GenericStore declared with the suite's schema: JSON rows through its codec
-// for the writes, its List / Get / GetMany for the reads (fdatasync per Add, as "strata").
-std::unique_ptr<Engine> MakeStrataGenericEngine();
+// strata through a GenericStore declared with the suite's schema: Arrow batches through
+// AddBatches for the writes, or with `json` JSON Lines through Add (its codec's parse timed
+// with the writes); its List / Get / GetMany for the reads (fdatasync per write, as "strata").
+std::unique_ptr<Engine> MakeStrataGenericEngine(bool json);
 std::unique_ptr<Engine> MakeSqliteEngine();
 std::unique_ptr<Engine> MakeRocksDbEngine();
 struct NodePeerOptions {

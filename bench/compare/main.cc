@@ -33,9 +33,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kMarker = ".strata-compare";  // in --dir: the suite owns it
-const std::vector<std::string> kAllEngines = {"strata",      "strata-generic", "strata-nosync",
-                                              "sqlite",      "rocksdb",        "lancedb",
-                                              "lancedb-lsm", "duckdb"};
+const std::vector<std::string> kAllEngines = {
+    "strata",  "strata-generic", "strata-generic-json", "strata-nosync", "sqlite",
+    "rocksdb", "lancedb",        "lancedb-lsm",         "duckdb"};
 
 struct Options {
   bool quick = false;
@@ -263,7 +263,8 @@ std::unique_ptr<Engine> MakeEngine(const std::string& label, const Options& o,
                                    const std::string& data_dir) {
   if (label == "strata") return MakeStrataEngine(true);
   if (label == "strata-nosync") return MakeStrataEngine(false);
-  if (label == "strata-generic") return MakeStrataGenericEngine();
+  if (label == "strata-generic") return MakeStrataGenericEngine(/*json=*/false);
+  if (label == "strata-generic-json") return MakeStrataGenericEngine(/*json=*/true);
   if (label == "sqlite") return MakeSqliteEngine();
   if (label == "rocksdb") return MakeRocksDbEngine();
   return MakeNodeEngine(label,

@@ -136,11 +136,14 @@ int64_t TotalSize(const std::vector<std::string>& texts) {
 
 class StrataEngine final : public Engine {
  public:
-  StrataEngine(bool fsync, bool generic)
-      : fsync_(fsync), generic_mode_(generic), schema_(BenchSchema()) {}
+  // `generic`: through a GenericStore; `json`: its writes as JSON Lines through Add rather
+  // than Arrow batches through AddBatches.
+  StrataEngine(bool fsync, bool generic, bool json)
+      : fsync_(fsync), generic_mode_(generic), json_(generic && json), schema_(BenchSchema()) {}
 
   std::string name() const override {
-    return generic_mode_ ? "strata-generic" : (fsync_ ? "strata" : "strata-nosync");
+    if (generic_mode_) return json_ ? "strata-generic-json" : "strata-generic";
+    return fsync_ ? "strata" : "strata-nosync";
   }
 
   std::string durability() const override {
@@ -153,10 +156,13 @@ class StrataEngine final : public Engine {
     return std::string(generic_mode_
                            ? "GenericStore declared with the suite's schema (SchemaSpec: id "
                              "string not nullable, the other 8 columns nullable, token lists "
-                             "list<int32>); W1, W2 and W6 write JSON Lines through "
-                             "GenericStore::Add (the codec's parse timed with the writes), W3 "
-                             "List, W4 Get, W5 and W6 GetMany; over a "
-                           : "") +
+                             "list<int32>); W1, W2 and W6 write " +
+                                 std::string(json_ ? "JSON Lines through GenericStore::Add (the "
+                                                     "codec's parse timed with the writes)"
+                                                   : "Arrow batches through "
+                                                     "GenericStore::AddBatches") +
+                                 ", W3 List, W4 Get, W5 and W6 GetMany; over a "
+                           : std::string()) +
            fmt::format(
                "StorageBase on a local object store (LocalObjectStoreOptions.sync={}, "
                "mmap_threshold={}); "
@@ -203,22 +209,19 @@ class StrataEngine final : public Engine {
       STRATA_RETURN_IF_ERROR(CheckOpen());
       std::vector<RecordBatch> batches;
       std::vector<std::string> json;
-      if (generic_) {
+      if (json_) {
         json = EncodeJsonBatches(data.rows, data.sizes.batch_rows);
       } else {
-        STRATA_ASSIGN_OR_RETURN(batches, EncodeBatches(schema_, data.rows, data.sizes.batch_rows));
+        STRATA_ASSIGN_OR_RETURN(batches,
+                                EncodeBatches(WriteSchema(), data.rows, data.sizes.batch_rows));
       }
-      const size_t count = generic_ ? json.size() : batches.size();
+      const size_t count = json_ ? json.size() : batches.size();
       StepResult r;
       r.latencies_us.reserve(count);
       const auto start = Clock::now();
       for (size_t b = 0; b < count; ++b) {
         const auto put_start = Clock::now();
-        if (generic_) {
-          STRATA_RETURN_IF_ERROR(generic_->Add(json[b]).status());
-        } else {
-          STRATA_RETURN_IF_ERROR(store_->Put({batches[b]}));
-        }
+        STRATA_RETURN_IF_ERROR(Write(json, batches, b));
         r.latencies_us.push_back(Seconds(put_start) * 1e6);
       }
       const auto flush_start = Clock::now();
@@ -236,11 +239,11 @@ class StrataEngine final : public Engine {
           "(seal + publish, {:.2f} s) so every reader sees every row; timed together; {} "
           "generations pending after",
           r.ops,
-          generic_ ? fmt::format("Adds of JSON Lines ({:.1f} MiB of JSON, {:.1f} MiB/s through "
-                                 "the codec and the WAL)",
-                                 json_bytes / 1048576.0,
-                                 json_bytes / 1048576.0 / std::max(put_seconds, 1e-9))
-                   : std::string("Puts"),
+          json_ ? fmt::format("Adds of JSON Lines ({:.1f} MiB of JSON, {:.1f} MiB/s through "
+                              "the codec and the WAL)",
+                              json_bytes / 1048576.0,
+                              json_bytes / 1048576.0 / std::max(put_seconds, 1e-9))
+                : std::string(generic_ ? "AddBatches" : "Puts"),
           data.sizes.batch_rows, put_seconds,
           static_cast<double>(r.rows) / std::max(put_seconds, 1e-9) / 1e3, flush_seconds, pending);
       return r;
@@ -260,12 +263,13 @@ class StrataEngine final : public Engine {
       std::vector<std::string> json;
       rows.reserve(n);
       for (size_t i = 0; i < n; ++i) {
-        if (generic_mode_) {
+        if (json_) {
           json.emplace_back();
           AppendRowsAsJsonLines(data.put_rows.data() + i, 1, &json.back());
           continue;
         }
-        STRATA_ASSIGN_OR_RETURN(RecordBatch row, EncodeRows(schema_, data.put_rows.data() + i, 1));
+        STRATA_ASSIGN_OR_RETURN(RecordBatch row,
+                                EncodeRows(WriteSchema(), data.put_rows.data() + i, 1));
         rows.push_back(std::move(row));
       }
       // A store of its own per call (own prefix, same object store and durability).
@@ -295,7 +299,9 @@ class StrataEngine final : public Engine {
                  i < (wi + 1) * per_writer && !failed && Seconds(start) < data.sizes.puts_seconds;
                  ++i) {
               const auto put_start = Clock::now();
-              Status st = g != nullptr ? g->Add(json[i]).status() : s->Put({rows[i]});
+              Status st = g == nullptr ? s->Put({rows[i]})
+                          : json_      ? g->Add(json[i]).status()
+                                       : g->AddBatches({rows[i]}).status();
               if (!st.ok()) {
                 errors[wi] = st;
                 failed = true;
@@ -322,7 +328,9 @@ class StrataEngine final : public Engine {
       r.note = fmt::format(
           "{} of 1 row per call, {} thread(s) on one handle (concurrent puts "
           "share WAL syncs); own store at prefix puts-{}w/",
-          generic_mode_ ? "GenericStore::Add (JSON)" : "StorageBase::Put", writers, writers);
+          generic_mode_ ? (json_ ? "GenericStore::Add (JSON)" : "GenericStore::AddBatches")
+                        : "StorageBase::Put",
+          writers, writers);
       return r;
     });
   }
@@ -473,12 +481,12 @@ class StrataEngine final : public Engine {
       const std::vector<BenchRow>& rows = data.overwrite_rows;
       std::vector<RecordBatch> batches;
       std::vector<std::string> json;
-      if (generic_) {
+      if (json_) {
         json = EncodeJsonBatches(rows, data.sizes.batch_rows);
       } else {
-        STRATA_ASSIGN_OR_RETURN(batches, EncodeBatches(schema_, rows, data.sizes.batch_rows));
+        STRATA_ASSIGN_OR_RETURN(batches, EncodeBatches(WriteSchema(), rows, data.sizes.batch_rows));
       }
-      const size_t count = generic_ ? json.size() : batches.size();
+      const size_t count = json_ ? json.size() : batches.size();
       std::vector<std::string> ids;
       ids.reserve(rows.size());
       for (const BenchRow& row : rows) ids.push_back(row.id);
@@ -486,13 +494,7 @@ class StrataEngine final : public Engine {
 
       StepResult r;
       const auto start = Clock::now();
-      for (size_t b = 0; b < count; ++b) {
-        if (generic_) {
-          STRATA_RETURN_IF_ERROR(generic_->Add(json[b]).status());
-        } else {
-          STRATA_RETURN_IF_ERROR(store_->Put({batches[b]}));
-        }
-      }
+      for (size_t b = 0; b < count; ++b) STRATA_RETURN_IF_ERROR(Write(json, batches, b));
       STRATA_RETURN_IF_ERROR(base()->Flush().status());
       const double write_seconds = Seconds(start);
       std::unordered_map<std::string, int32_t> found;
@@ -528,10 +530,10 @@ class StrataEngine final : public Engine {
       r.bytes = LogicalBytes(rows);
       r.answer = Answer{current, Sha256Hex(text)};
       STRATA_ASSIGN_OR_RETURN(r.total_rows, base()->Count());
-      r.note =
-          fmt::format("{} {} of {} rows + Flush {:.2f} s, then GetMany in chunks of {} {:.2f} s",
-                      count, generic_ ? "Adds (JSON Lines)" : "Puts", data.sizes.batch_rows,
-                      write_seconds, kGetManyChunk, r.seconds - write_seconds);
+      r.note = fmt::format(
+          "{} {} of {} rows + Flush {:.2f} s, then GetMany in chunks of {} {:.2f} s", count,
+          json_ ? "Adds (JSON Lines)" : (generic_ ? "AddBatches" : "Puts"), data.sizes.batch_rows,
+          write_seconds, kGetManyChunk, r.seconds - write_seconds);
       return r;
     });
   }
@@ -636,6 +638,19 @@ class StrataEngine final : public Engine {
     return Status::OK();
   }
 
+  // The schema of the batches the writes send: the generic store's (its spec's nullability
+  // and list item field), or the suite's.
+  SchemaPtr WriteSchema() const { return generic_ != nullptr ? generic_->schema() : schema_; }
+
+  // Writes batch `b` of a bulk write: json[b] through GenericStore::Add, or batches[b]
+  // through GenericStore::AddBatches or StorageBase::Put.
+  Status Write(const std::vector<std::string>& json, const std::vector<RecordBatch>& batches,
+               size_t b) {
+    if (json_) return generic_->Add(json[b]).status();
+    if (generic_) return generic_->AddBatches({batches[b]}).status();
+    return store_->Put({batches[b]});
+  }
+
   // The StorageBase every workload's maintenance (Flush, merges, counts) goes through: the
   // engine's own, or the generic store's.
   StorageBase* base() const { return generic_ != nullptr ? &generic_->base() : store_.get(); }
@@ -684,21 +699,22 @@ class StrataEngine final : public Engine {
 
   const bool fsync_;
   const bool generic_mode_;
+  const bool json_;
   const SchemaPtr schema_;
   std::shared_ptr<ObjectStore> objects_;
   std::unique_ptr<StorageBase> store_;     // strata, strata-nosync
   store::SchemaSpec spec_;                 // strata-generic
-  std::unique_ptr<GenericStore> generic_;  // strata-generic
+  std::unique_ptr<GenericStore> generic_;  // strata-generic, strata-generic-json
 };
 
 }  // namespace
 
 std::unique_ptr<Engine> MakeStrataEngine(bool fsync) {
-  return std::make_unique<StrataEngine>(fsync, /*generic=*/false);
+  return std::make_unique<StrataEngine>(fsync, /*generic=*/false, /*json=*/false);
 }
 
-std::unique_ptr<Engine> MakeStrataGenericEngine() {
-  return std::make_unique<StrataEngine>(/*fsync=*/true, /*generic=*/true);
+std::unique_ptr<Engine> MakeStrataGenericEngine(bool json) {
+  return std::make_unique<StrataEngine>(/*fsync=*/true, /*generic=*/true, json);
 }
 
 }  // namespace strata::bench::compare

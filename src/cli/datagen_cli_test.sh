@@ -102,8 +102,8 @@ grep -q "no blob event 'no-such-event'" "$work/err" || fail "missing blob: $(cat
 
 # Maintenance: merge folds the pending generations into the base; reads are unchanged.
 before=$("$strata" datagen overview "$s")
-out=$("$strata" datagen merge "$s")
-[[ $out == "merged 3 generations ("*" events) of shard 'default' -> version "* ]] || fail "merge: $out"
+out=$("$strata" datagen merge "$s" --all)
+[[ $out == "merged 3 generations (19 events) of shard 'default' -> version "* ]] || fail "merge: $out"
 out=$("$strata" datagen stats "$s")
 [[ $out == '{"base_events":19,"generation_events":0,"fragments":'* ]] || fail "stats: $out"
 [[ $("$strata" datagen overview "$s") == "$before" ]] || fail "overview changed by the merge"
@@ -111,7 +111,8 @@ out=$("$strata" datagen stats "$s")
 [[ $(od -An -tx1 "$work/blob.bin" | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "blob after merge"
 "$strata" datagen merge "$s" | grep -q "^nothing to merge" || fail "second merge"
 "$strata" datagen compact "$s" > /dev/null
-"$strata" datagen flush "$s" | grep -q "^flushed shard 'default'" || fail "flush"
+out=$("$strata" datagen flush "$s")
+[[ $out == "nothing to flush in shard 'default'; 0 generations pending" ]] || fail "flush: $out"
 [[ $("$strata" datagen overview "$s") == "$before" ]] || fail "overview changed by compaction"
 
 # Other kinds of store and plain tables are refused, and a datagen store is not a rollout store.

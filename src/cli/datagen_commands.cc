@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "store_commands.h"
 #include "strata/builder.h"
 #include "strata/datagen_store.h"
 #include "strata/json.h"
@@ -34,8 +35,6 @@ namespace {
 using store::DatagenEvent;
 using store::DatagenStore;
 using Json = nlohmann::ordered_json;
-
-std::string ShardName(const std::string& shard) { return shard.empty() ? "default" : shard; }
 
 // The datagen store in local directory `dir` (prefix ""), writing as shard `shard`. Without
 // `create`, NotFound (and nothing created) when `dir` holds no store. A table that another
@@ -487,15 +486,13 @@ Status RunBlob(const BlobOptions& opt) {
   return Status::OK();
 }
 
-// --- stats / flush / merge / compact -----------------------------------------------------------
+// --- stats ---------------------------------------------------------------------------------------
 
-struct MaintenanceOptions {
+struct StatsOptions {
   std::string dir;
-  std::string shard;
-  RowOutputOptions output;
 };
 
-Status RunStats(const MaintenanceOptions& opt) {
+Status RunStats(const StatsOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DatagenStore> datagen, OpenStore(opt.dir, ""));
   Result<store::StoreObservation> observed = datagen->Observe();
   if (!observed.ok()) return observed.status().WithContext(opt.dir);
@@ -505,56 +502,6 @@ Status RunStats(const MaintenanceOptions& opt) {
                     {"fragments", o.fragments},
                     {"version", o.version},
                     {"pending_generations", o.pending_generations}});
-}
-
-Status RunFlush(const MaintenanceOptions& opt) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DatagenStore> datagen, OpenStore(opt.dir, opt.shard));
-  // Appends seal on put; opening the writer publishes what a crashed writer left in the WAL.
-  Status opened = datagen->base().OpenWriter();
-  if (!opened.ok()) return opened.WithContext(opt.dir);
-  Result<store::FlushOutcome> flushed = datagen->Flush();
-  if (!flushed.ok()) return flushed.status().WithContext(opt.dir);
-  if (*flushed == store::FlushOutcome::kFenced) {
-    return Status::Fenced(fmt::format("{}: another writer claimed shard '{}' while flushing",
-                                      opt.dir, ShardName(opt.shard)));
-  }
-  return WriteStdout(fmt::format(
-      "flushed shard '{}' ({})\n", ShardName(opt.shard),
-      *flushed == store::FlushOutcome::kSealed ? "sealed a generation" : "nothing unsealed"));
-}
-
-Status RunMerge(const MaintenanceOptions& opt) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DatagenStore> datagen, OpenStore(opt.dir, opt.shard));
-  int generations = 0;
-  int64_t events = 0;
-  while (true) {
-    // One pass folds at most merge_max_generations generations; repeat until none is left.
-    Result<store::MergeReport> report = datagen->Cleanup();
-    if (!report.ok()) return report.status().WithContext(opt.dir);
-    if (!report->complete()) return report->follow_up.WithContext(opt.dir);
-    generations += report->generations_reclaimed;
-    events += report->rows_merged;
-    if (report->generations_reclaimed == 0) break;
-  }
-  if (generations == 0) {
-    return WriteStdout(fmt::format("nothing to merge in shard '{}'; version {} unchanged\n",
-                                   ShardName(opt.shard), datagen->version()));
-  }
-  return WriteStdout(fmt::format("merged {} generations ({} events) of shard '{}' -> version {}\n",
-                                 generations, events, ShardName(opt.shard), datagen->version()));
-}
-
-Status RunCompact(const MaintenanceOptions& opt) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DatagenStore> datagen, OpenStore(opt.dir, ""));
-  Result<table::CompactionResult> result = datagen->Compact();
-  if (!result.ok()) return result.status().WithContext(opt.dir);
-  if (result->version == 0) {
-    return WriteStdout(
-        fmt::format("nothing to compact; version {} unchanged\n", datagen->version()));
-  }
-  return WriteStdout(fmt::format("compacted {} fragments into {} -> version {}\n",
-                                 result->fragments_removed, result->fragments_added,
-                                 result->version));
 }
 
 }  // namespace
@@ -641,31 +588,20 @@ void AddDatagenCommands(CLI::App& app, int* exit_code) {
   blob_cmd->add_option("--output,-o", blob->output, "Write to this file instead of stdout");
   blob_cmd->callback([blob, exit_code] { *exit_code = Finish(RunBlob(*blob)); });
 
-  auto stats = std::make_shared<MaintenanceOptions>();
+  auto stats = std::make_shared<StatsOptions>();
   CLI::App* stats_cmd = group->add_subcommand(
       "stats", "Events in the base table and in pending generations, fragments, version");
   stats_cmd->add_option("DIR", stats->dir, kDirHelp)->required();
   stats_cmd->callback([stats, exit_code] { *exit_code = Finish(RunStats(*stats)); });
 
-  auto flush = std::make_shared<MaintenanceOptions>();
-  CLI::App* flush_cmd = group->add_subcommand(
-      "flush", "Publish what a crashed writer of a shard left in its WAL (appends seal on put)");
-  flush_cmd->add_option("DIR", flush->dir, kDirHelp)->required();
-  flush_cmd->add_option("--shard", flush->shard, kShardHelp);
-  flush_cmd->callback([flush, exit_code] { *exit_code = Finish(RunFlush(*flush)); });
-
-  auto merge = std::make_shared<MaintenanceOptions>();
-  CLI::App* merge_cmd = group->add_subcommand(
-      "merge", "Fold all of a shard's pending generations into the base table");
-  merge_cmd->add_option("DIR", merge->dir, kDirHelp)->required();
-  merge_cmd->add_option("--shard", merge->shard, kShardHelp);
-  merge_cmd->callback([merge, exit_code] { *exit_code = Finish(RunMerge(*merge)); });
-
-  auto compact = std::make_shared<MaintenanceOptions>();
-  CLI::App* compact_cmd =
-      group->add_subcommand("compact", "Merge small fragments of the base table");
-  compact_cmd->add_option("DIR", compact->dir, kDirHelp)->required();
-  compact_cmd->callback([compact, exit_code] { *exit_code = Finish(RunCompact(*compact)); });
+  AddStoreMaintenanceCommands(
+      *group, exit_code,
+      [](const std::string& dir,
+         const std::string& shard) -> Result<std::shared_ptr<store::StorageBase>> {
+        STRATA_ASSIGN_OR_RETURN(std::unique_ptr<DatagenStore> store, OpenStore(dir, shard));
+        return BaseOf(std::move(store));
+      },
+      {.rows = "events", .dir_help = kDirHelp, .shard_help = kShardHelp});
 }
 
 }  // namespace strata::cli

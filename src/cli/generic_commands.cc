@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "store_commands.h"
 #include "strata/generic_store.h"
 #include "strata/ipc.h"
 #include "strata/object_store.h"
@@ -31,8 +32,6 @@ namespace strata::cli {
 namespace {
 
 using store::GenericStore;
-
-std::string ShardName(const std::string& shard) { return shard.empty() ? "default" : shard; }
 
 // The generic store in local directory `dir` (prefix ""), writing as shard `shard`. NotFound
 // (nothing created) when `dir` is not a directory or holds no store; InvalidArgument naming
@@ -378,108 +377,7 @@ Status RunGet(const GetOptions& opt) {
   return Status::OK();
 }
 
-// --- flush / merge / compact / stats ---------------------------------------------------------
-
-struct ShardOptions {
-  std::string dir;
-  std::string shard;
-  bool all = false;
-};
-
-Status RunFlush(const ShardOptions& opt) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<GenericStore> generic, OpenStore(opt.dir, opt.shard));
-  const std::string shard = ShardName(opt.shard);
-  Result<store::StoreObservation> before = generic->Observe();
-  // Opening the writer replays the shard's WAL (rows added without --flush) and publishes
-  // them; the flush seals anything left.
-  Status opened = generic->base().OpenWriter();
-  if (!opened.ok()) return opened.WithContext(opt.dir);
-  Result<store::FlushOutcome> flushed = generic->Flush();
-  if (!flushed.ok()) return flushed.status().WithContext(opt.dir);
-  if (*flushed == store::FlushOutcome::kFenced) {
-    return Status::Fenced(
-        fmt::format("{}: another writer claimed shard '{}' while flushing; run the flush again",
-                    opt.dir, shard));
-  }
-  Result<store::StoreObservation> after = generic->Observe();
-  if (!before.ok() || !after.ok()) {
-    ReportWarning(opt.dir, "could not count the store's rows: " +
-                               (before.ok() ? after.status() : before.status()).ToString());
-    return WriteStdout(fmt::format(
-        "flushed shard '{}': its added rows are visible (not counted, see the warning)\n", shard));
-  }
-  const int64_t generations = after->pending_generations - before->pending_generations;
-  const int64_t rows = after->generation_rows - before->generation_rows;
-  if (generations <= 0) {
-    return WriteStdout(fmt::format("nothing to flush in shard '{}'; {} generations pending\n",
-                                   shard, after->pending_generations));
-  }
-  return WriteStdout(fmt::format(
-      "flushed shard '{}': {} rows now visible in {} new generations; {} generations pending\n",
-      shard, rows, generations, after->pending_generations));
-}
-
-Status RunMerge(const ShardOptions& opt) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<GenericStore> generic, OpenStore(opt.dir, opt.shard));
-  const std::string shard = ShardName(opt.shard);
-  Status opened = generic->base().OpenWriter();
-  if (!opened.ok()) return opened.WithContext(opt.dir);
-  int generations = 0;
-  int64_t rows = 0;
-  uint64_t version = 0;
-  while (true) {
-    // One pass folds at most merge_max_generations generations in one base commit.
-    Result<store::MergeReport> report = generic->Cleanup();
-    if (!report.ok()) {
-      if (version == 0) return report.status().WithContext(opt.dir);
-      return report.status().WithContext(
-          fmt::format("{}: merged {} rows -> version {} committed; the next merge pass failed",
-                      opt.dir, rows, version));
-    }
-    if (report->base_version != 0) {
-      version = report->base_version;
-      rows += report->rows_merged;
-    }
-    generations += report->generations_reclaimed;
-    if (!report->complete()) {
-      return report->follow_up.WithContext(fmt::format(
-          "{}: merged {} rows -> version {} committed; draining the merged generations failed "
-          "(the next merge or writer of shard '{}' drains them)",
-          opt.dir, rows, version, shard));
-    }
-    if (report->generations_reclaimed == 0 || !opt.all) break;
-  }
-  if (generations == 0) {
-    return WriteStdout(fmt::format("nothing to merge in shard '{}'; version {} unchanged\n", shard,
-                                   generic->version()));
-  }
-  return WriteStdout(fmt::format("merged {} generations ({} rows) of shard '{}' -> version {}\n",
-                                 generations, rows, shard,
-                                 version != 0 ? version : generic->version()));
-}
-
-struct CompactOptions {
-  std::string dir;
-  int64_t target_rows = table::CompactionOptions{}.target_rows_per_fragment;
-};
-
-Status RunCompact(const CompactOptions& opt) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<GenericStore> generic, OpenStore(opt.dir, ""));
-  RowProgress progress("compacting");
-  table::CompactionOptions options{.target_rows_per_fragment = opt.target_rows,
-                                   .progress = progress.Callback()};
-  Result<table::CompactionResult> result = generic->Compact(options);
-  progress.Finish();
-  if (!result.ok()) return result.status().WithContext(opt.dir);
-  const table::CompactionResult& r = *result;
-  if (r.version == 0) {
-    return WriteStdout(
-        fmt::format("nothing to compact; version {} unchanged\n", generic->version()));
-  }
-  return WriteStdout(fmt::format("compacted {} fragments into {} ({} rows written) -> version {}\n",
-                                 r.fragments_removed, r.fragments_added, r.rows_written,
-                                 r.version));
-}
+// --- stats ---------------------------------------------------------------------------------------
 
 struct StatsOptions {
   std::string dir;
@@ -587,31 +485,14 @@ void AddGenericCommands(CLI::App& app, int* exit_code) {
   AddOutputOptions(get_cmd, &get->output);
   get_cmd->callback([get, exit_code] { *exit_code = Finish(RunGet(*get)); });
 
-  auto flush = std::make_shared<ShardOptions>();
-  CLI::App* flush_cmd = group->add_subcommand(
-      "flush", "Make a shard's added rows visible (replays its WAL, seals a generation)");
-  flush_cmd->add_option("DIR", flush->dir, kDirHelp)->required();
-  flush_cmd->add_option("--shard", flush->shard, kShardHelp);
-  flush_cmd->callback([flush, exit_code] { *exit_code = Finish(RunFlush(*flush)); });
-
-  auto merge = std::make_shared<ShardOptions>();
-  CLI::App* merge_cmd =
-      group->add_subcommand("merge", "Fold a shard's pending generations into the base table");
-  merge_cmd->add_option("DIR", merge->dir, kDirHelp)->required();
-  merge_cmd->add_option("--shard", merge->shard, kShardHelp);
-  merge_cmd->add_flag("--all", merge->all, "Repeat until the shard has nothing pending");
-  merge_cmd->callback([merge, exit_code] { *exit_code = Finish(RunMerge(*merge)); });
-
-  auto compact = std::make_shared<CompactOptions>();
-  CLI::App* compact_cmd =
-      group->add_subcommand("compact", "Merge small fragments of the base table (merged rows)");
-  compact_cmd->add_option("DIR", compact->dir, kDirHelp)->required();
-  compact_cmd
-      ->add_option("--target-rows", compact->target_rows,
-                   "Merge fragments with fewer live rows up to this many rows")
-      ->check(IntegerAtLeast<int64_t>(1))
-      ->capture_default_str();
-  compact_cmd->callback([compact, exit_code] { *exit_code = Finish(RunCompact(*compact)); });
+  AddStoreMaintenanceCommands(
+      *group, exit_code,
+      [](const std::string& dir,
+         const std::string& shard) -> Result<std::shared_ptr<store::StorageBase>> {
+        STRATA_ASSIGN_OR_RETURN(std::unique_ptr<GenericStore> store, OpenStore(dir, shard));
+        return BaseOf(std::move(store));
+      },
+      {.rows = "rows", .dir_help = kDirHelp, .shard_help = kShardHelp});
 
   auto stats = std::make_shared<StatsOptions>();
   CLI::App* stats_cmd = group->add_subcommand(

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "store_commands.h"
 #include "strata/json.h"
 #include "strata/object_store.h"
 #include "strata/rollout_store.h"
@@ -31,8 +32,6 @@ namespace {
 
 using store::RolloutRecord;
 using store::RolloutStore;
-
-std::string ShardName(const std::string& shard) { return shard.empty() ? "default" : shard; }
 
 // The rollout store in local directory `dir` (prefix ""), writing as shard `shard`. Without
 // `create`, NotFound (and nothing created) when `dir` is not a directory or holds no store.
@@ -401,161 +400,7 @@ Status RunBlob(const BlobOptions& opt) {
   return Status::OK();
 }
 
-// --- flush / merge / compact / stats -------------------------------------------------------
-
-struct FlushOptions {
-  std::string dir;
-  std::string shard;
-};
-
-Status RunFlush(const FlushOptions& opt) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, opt.shard));
-  const std::string shard = ShardName(opt.shard);
-  // The counts cover every shard; another shard's damage must not keep this one's
-  // acknowledged rows from being published, so it becomes a warning after the flush.
-  Result<store::RolloutObservation> before = rollouts->Observe();
-  // Opening the writer claims the shard, replays its WAL (rows added without --flush) and
-  // publishes what it replayed; the flush seals anything left.
-  Status opened = rollouts->base().OpenWriter();
-  if (!opened.ok()) return opened.WithContext(opt.dir);
-  Result<store::FlushOutcome> flushed = rollouts->Flush();
-  if (!flushed.ok()) return flushed.status().WithContext(opt.dir);
-  if (*flushed == store::FlushOutcome::kFenced) {
-    return Status::Fenced(
-        fmt::format("{}: another writer claimed shard '{}' while flushing; run the flush again",
-                    opt.dir, shard));
-  }
-  Result<store::RolloutObservation> after = rollouts->Observe();
-  if (!before.ok() || !after.ok()) {
-    ReportWarning(opt.dir, "could not count the store's rows: " +
-                               (before.ok() ? after.status() : before.status()).ToString());
-    // Both steps succeeded: every row the shard's WAL held is visible now.
-    return WriteStdout(fmt::format(
-        "flushed shard '{}': its added rows are visible (not counted, see the warning)\n", shard));
-  }
-  const int64_t generations = after->pending_generations - before->pending_generations;
-  const int64_t rows = after->row_count - before->row_count;
-  if (generations <= 0) {
-    return WriteStdout(fmt::format("nothing to flush in shard '{}'; {} generations pending\n",
-                                   shard, after->pending_generations));
-  }
-  return WriteStdout(fmt::format(
-      "flushed shard '{}': {} rows now visible in {} new generations; {} generations pending\n",
-      shard, rows, generations, after->pending_generations));
-}
-
-struct MergeOptions {
-  std::string dir;
-  std::string shard;
-  bool all = false;
-};
-
-// Exit status of a merge that committed a base version and then failed (a later step of
-// that pass, or a later pass with --all): distinct from 1, which means nothing changed.
-constexpr int kExitMergeCommittedThenFailed = 3;
-
-// Merges; `committed` says whether a base version was committed before an error.
-Status RunMerge(const MergeOptions& opt, bool* committed) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, opt.shard));
-  const std::string shard = ShardName(opt.shard);
-  // Merging needs the shard's writer (only the owner merges); opening it also publishes rows
-  // still in the WAL, so they are merged too.
-  Status opened = rollouts->base().OpenWriter();
-  if (!opened.ok()) return opened.WithContext(opt.dir);
-  int generations = 0;
-  int64_t rows = 0;
-  uint64_t version = 0;
-  int passes = 0;
-  // What the passes so far committed, for a report that must say so.
-  auto done = [&] {
-    return fmt::format("merged {} rows of shard '{}'{} -> version {} committed", rows, shard,
-                       passes > 1 ? fmt::format(" in {} passes", passes) : std::string(), version);
-  };
-  while (true) {
-    // One pass folds at most merge_max_generations (8) generations in one base commit.
-    Result<store::MergeReport> report = rollouts->Cleanup();
-    if (!report.ok()) {
-      if (version == 0) return report.status().WithContext(opt.dir);
-      *committed = true;
-      return report.status().WithContext(
-          fmt::format("{}: {}; the next merge pass failed", opt.dir, done()));
-    }
-    if (report->base_version != 0) {
-      ++passes;
-      version = report->base_version;
-      rows += report->rows_merged;
-    }
-    generations += report->generations_reclaimed;
-    if (!report->complete()) {
-      *committed = version != 0;
-      return report->follow_up.WithContext(fmt::format(
-          "{}: {}; draining the merged generations from the shard manifest failed (the rows "
-          "are read once; the next merge or writer of shard '{}' drains them)",
-          opt.dir, done(), shard));
-    }
-    if (report->generations_reclaimed == 0) break;
-    if (!opt.all) break;
-  }
-  std::string out =
-      generations == 0
-          ? fmt::format("nothing to merge in shard '{}'; version {} unchanged\n", shard,
-                        rollouts->version())
-          : fmt::format("merged {} generations ({} rows) of shard '{}'{} -> version {}\n",
-                        generations, rows, shard,
-                        passes > 1 ? fmt::format(" in {} passes", passes) : std::string(),
-                        version != 0 ? version : rollouts->version());
-  // PendingGenerations counts every shard: the damage of another shard is reported, and
-  // does not fail this shard's merge.
-  Result<int64_t> pending = rollouts->PendingGenerations();
-  if (!pending.ok()) {
-    ReportWarning(opt.dir, "could not count the pending generations of the other shards: " +
-                               pending.status().ToString());
-  } else if (*pending > 0) {
-    // Other shards are merged with --shard.
-    out += fmt::format("{} generations still pending in the store's shards{}\n", *pending,
-                       opt.all ? "" : " (--all merges this shard until it has none)");
-  }
-  Status written = WriteStdout(out);
-  if (written.ok()) written = FlushStdout();
-  if (written.ok() || version == 0) return written;
-  // The merge is committed although its report could not be written.
-  *committed = true;
-  return written.WithContext(fmt::format("{}: {}", opt.dir, done()));
-}
-
-int FinishMerge(const MergeOptions& opt) {
-  bool committed = false;
-  Status status = RunMerge(opt, &committed);
-  if (status.ok()) return 0;
-  ReportError(status);
-  return committed ? kExitMergeCommittedThenFailed : 1;
-}
-
-struct CompactOptions {
-  std::string dir;
-  int64_t target_rows = table::CompactionOptions{}.target_rows_per_fragment;
-  int max_source_fragments = table::CompactionOptions{}.max_source_fragments;
-};
-
-Status RunCompact(const CompactOptions& opt) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(opt.dir, ""));
-  RowProgress progress("compacting");
-  table::CompactionOptions options{.target_rows_per_fragment = opt.target_rows,
-                                   .max_source_fragments = opt.max_source_fragments,
-                                   .progress = progress.Callback()};
-  Result<table::CompactionResult> result = rollouts->Compact(options);
-  progress.Finish();
-  if (!result.ok()) return result.status().WithContext(opt.dir);
-  const table::CompactionResult& r = *result;
-  if (r.version == 0) {
-    return WriteStdout(
-        fmt::format("nothing to compact; version {} unchanged\n", rollouts->version()));
-  }
-  return WriteStdout(fmt::format(
-      "compacted {} fragments into {} ({} rows written; read {}, wrote {}) -> version {}\n",
-      r.fragments_removed, r.fragments_added, r.rows_written, FormatBytes(r.bytes_read),
-      FormatBytes(r.bytes_written), r.version));
-}
+// --- stats / verify ----------------------------------------------------------------------------
 
 struct StatsOptions {
   std::string dir;
@@ -696,38 +541,14 @@ void AddRolloutCommands(CLI::App& app, int* exit_code) {
   blob_cmd->add_option("--output,-o", blob->output, "Write to this file instead of stdout");
   blob_cmd->callback([blob, exit_code] { *exit_code = Finish(RunBlob(*blob)); });
 
-  auto flush = std::make_shared<FlushOptions>();
-  CLI::App* flush_cmd = group->add_subcommand(
-      "flush", "Make a shard's added rows visible (replays its WAL, seals a generation)");
-  flush_cmd->add_option("DIR", flush->dir, kDirHelp)->required();
-  flush_cmd->add_option("--shard", flush->shard, kShardHelp);
-  flush_cmd->callback([flush, exit_code] { *exit_code = Finish(RunFlush(*flush)); });
-
-  auto merge = std::make_shared<MergeOptions>();
-  CLI::App* merge_cmd =
-      group->add_subcommand("merge", "Fold a shard's pending generations into the base table");
-  merge_cmd->add_option("DIR", merge->dir, kDirHelp)->required();
-  merge_cmd->add_option("--shard", merge->shard, kShardHelp);
-  merge_cmd->add_flag("--all", merge->all,
-                      "Repeat until the shard has nothing pending (one pass merges at most 8 "
-                      "generations)");
-  merge_cmd->callback([merge, exit_code] { *exit_code = FinishMerge(*merge); });
-
-  auto compact = std::make_shared<CompactOptions>();
-  CLI::App* compact_cmd =
-      group->add_subcommand("compact", "Merge small fragments of the base table (merged rows)");
-  compact_cmd->add_option("DIR", compact->dir, kDirHelp)->required();
-  compact_cmd
-      ->add_option("--target-rows", compact->target_rows,
-                   "Merge fragments with fewer live rows up to this many rows")
-      ->check(IntegerAtLeast<int64_t>(1))
-      ->capture_default_str();
-  compact_cmd
-      ->add_option("--max-source-fragments", compact->max_source_fragments,
-                   "Rewrite at most this many fragments (0 = no bound)")
-      ->check(IntegerAtLeast<int>(0))
-      ->capture_default_str();
-  compact_cmd->callback([compact, exit_code] { *exit_code = Finish(RunCompact(*compact)); });
+  AddStoreMaintenanceCommands(
+      *group, exit_code,
+      [](const std::string& dir,
+         const std::string& shard) -> Result<std::shared_ptr<store::StorageBase>> {
+        STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RolloutStore> rollouts, OpenStore(dir, shard));
+        return BaseOf(std::move(rollouts));
+      },
+      {.rows = "rows", .dir_help = kDirHelp, .shard_help = kShardHelp});
 
   auto stats = std::make_shared<StatsOptions>();
   CLI::App* stats_cmd = group->add_subcommand(
