@@ -126,7 +126,8 @@ struct SchemaSpec {
 // value of the wrong type -> "row I: column 'X' expects <what>, got <value>"; int32 range
 // checked; floats from any JSON number; timestamps from integer microseconds or an RFC
 // 3339 string; binary from a base64 string or an array of integers 0..255; a vector of
-// exactly dim numbers ("row I: column 'X' expects a vector of D values, got N"); lists
+// exactly dim numbers ("row I: column 'X' expects a vector of D values, got N"; a null
+// element -> "row I: column 'X[J]' expects a number, got null"); lists
 // element-wise. Rows are numbered from 0. A failing call returns no batch.
 Result<RecordBatch> EncodeJsonRows(const SchemaPtr& schema, std::string_view json);
 

@@ -85,6 +85,29 @@ Status ZeroBasedRow(const Status& status) {
   return Status::InvalidArgument(fmt::format("row {}{}", row - 1, rest.substr(digits)));
 }
 
+// The parser accepts null elements in a vector (the element field is nullable, as in the
+// reference's Arrow mapping), but a vector is exactly `dim` numbers: refuse the first row
+// holding a null element.
+Status CheckVectorElements(const RecordBatch& batch) {
+  for (int c = 0; c < batch.num_columns(); ++c) {
+    const Array& column = batch.column(c);
+    if (column.type()->id() != TypeId::kFixedSizeList) continue;
+    const Array values = column.values_array();
+    if (values.null_count() == 0) continue;
+    for (int64_t row = 0; row < column.length(); ++row) {
+      if (column.IsNull(row)) continue;
+      const auto [begin, end] = column.ValueRange(row);
+      for (int64_t i = begin; i < end; ++i) {
+        if (!values.IsNull(i)) continue;
+        return Status::InvalidArgument(
+            fmt::format("row {}: column '{}[{}]' expects a number, got null", row,
+                        batch.schema()->field(c)->name(), i - begin));
+      }
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<RecordBatch> EncodeJsonRows(const SchemaPtr& schema, std::string_view json_rows) {
@@ -105,6 +128,7 @@ Result<RecordBatch> EncodeJsonRows(const SchemaPtr& schema, std::string_view jso
   if (!batch.ok() && !value_error) {
     return array ? ZeroBasedRow(batch.status()) : LineNumbered(batch.status());
   }
+  if (batch.ok()) STRATA_RETURN_IF_ERROR(CheckVectorElements(*batch));
   return batch;
 }
 

@@ -52,12 +52,11 @@ std::string EncodeError(std::string_view rows) {
 
 TEST(GenericCodecTest, EveryColumnKindRoundTrips) {
   EXPECT_EQ(
-      RoundTrip(
-          R"({"id": "a", "score": 1.5, "d": 0.1, "n": -7, "big": 9007199254740993,)"
-          R"( "ok": true, "at": "2024-05-01T00:00:00Z", "video": [1, 2, 3],)"
-          R"( "embedding": [1, 2.5, null], "tags": ["x", null, "z"], "counts": [], "req": 1})"),
+      RoundTrip(R"({"id": "a", "score": 1.5, "d": 0.1, "n": -7, "big": 9007199254740993,)"
+                R"( "ok": true, "at": "2024-05-01T00:00:00Z", "video": [1, 2, 3],)"
+                R"( "embedding": [1, 2.5, -3], "tags": ["x", null, "z"], "counts": [], "req": 1})"),
       R"({"id":"a","score":1.5,"d":0.1,"n":-7,"big":9007199254740993,"ok":true,)"
-      R"("at":1714521600000000,"video":"AQID","embedding":[1,2.5,null],"tags":["x",null,"z"],)"
+      R"("at":1714521600000000,"video":"AQID","embedding":[1,2.5,-3],"tags":["x",null,"z"],)"
       R"("counts":[],"req":1})"
       "\n");
   // Nulls are left out; integers for floats; timestamps from microseconds; base64 binary.
@@ -117,6 +116,10 @@ TEST(GenericCodecTest, BadRowsNameTheRowAndTheColumn) {
             "row 0: column 'embedding' expects a vector of 3 numbers, got string \"x\"");
   EXPECT_EQ(EncodeError(R"({"id": "a", "req": 1, "embedding": [1, "x", 2]})"),
             "row 0: column 'embedding[1]' expects a number, got string \"x\"");
+  // A vector is exactly dim numbers: a null element is refused (a null vector is not).
+  EXPECT_EQ(EncodeError("{\"id\": \"a\", \"req\": 1, \"embedding\": null}\n"
+                        "{\"id\": \"b\", \"req\": 1, \"embedding\": [1, 2, null]}"),
+            "row 1: column 'embedding[2]' expects a number, got null");
   EXPECT_EQ(EncodeError(R"({"id": "a", "req": 1, "tags": "x"})"),
             "row 0: column 'tags' expects a list (a JSON array), got string \"x\"");
   EXPECT_EQ(EncodeError(R"({"id": "a", "req": 1, "counts": [1, "2"]})"),
