@@ -10,6 +10,7 @@ constexpr std::array kTargets = {
     FuzzTarget{"ipc_stream_fuzz", FuzzIpcStream},
     FuzzTarget{"ipc_file_fuzz", FuzzIpcFile},
     FuzzTarget{"expr_parse_fuzz", FuzzExprParse},
+    FuzzTarget{"bundle_fuzz", FuzzBundle},
 };
 
 }  // namespace

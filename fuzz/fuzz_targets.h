@@ -36,4 +36,8 @@ Status FuzzIpcFile(std::span<const uint8_t> data);
 // batch, checking printing, selection, pruning and key extraction agree.
 Status FuzzExprParse(std::span<const uint8_t> data);
 
+// Reads a replication bundle with DecodeBundle, as is and with a valid digest grafted on, and
+// checks the decoded header, sections and chain state agree.
+Status FuzzBundle(std::span<const uint8_t> data);
+
 }  // namespace strata::fuzz

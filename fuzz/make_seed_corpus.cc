@@ -1,7 +1,8 @@
 // Writes the fuzz seed corpus: small valid Arrow IPC streams and files covering every type,
 // nulls, slices, dictionaries across batches, empty batches and each compression.
 //   make_seed_corpus OUT_DIR   (the committed corpus: make_seed_corpus fuzz/corpus)
-// Writes OUT_DIR/ipc_stream_fuzz/<seed>.arrows and OUT_DIR/ipc_file_fuzz/<seed>.arrow.
+// Writes OUT_DIR/ipc_stream_fuzz/<seed>.arrows and OUT_DIR/ipc_file_fuzz/<seed>.arrow, and
+// replication bundles OUT_DIR/bundle_fuzz/<seed>.bundle.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/bundle.h"
 #include "strata/ipc.h"
 #include "strata/json.h"
 #include "strata/schema_json.h"
@@ -100,7 +102,52 @@ Status WriteSeed(const fs::path& out, const std::string& name, const SchemaPtr& 
   return WriteBytes(out / "ipc_file_fuzz" / (name + ".arrow"), file);
 }
 
+Status WriteString(const fs::path& path, const std::string& bytes) {
+  return WriteBytes(path, Buffer::Copy(bytes));
+}
+
+// Bundles: rows of the "nested" and "strings" seeds keyed by an id, with and without
+// deletions, one part of a split export, and an empty one.
+Status WriteBundleSeeds(const fs::path& out) {
+  fs::create_directories(out / "bundle_fuzz");
+  STRATA_ASSIGN_OR_RETURN(DataTypePtr type,
+                          ParseDataType("struct<id: utf8 not null, s: utf8, bin: large_binary, "
+                                        "emb: fixed_size_list<float32>[3], tags: list<utf8>>"));
+  const SchemaPtr schema = strata::schema(type->fields());
+  STRATA_ASSIGN_OR_RETURN(
+      RecordBatch rows,
+      json::RowsToBatch(
+          schema, R"({"id": "a", "s": "x", "bin": "AAE=", "emb": [1, 2, 3], "tags": ["t", null]}
+{"id": "b"})"));
+  const SchemaPtr key_schema = strata::schema({schema->field(0)});
+  STRATA_ASSIGN_OR_RETURN(RecordBatch keys, json::RowsToBatch(key_schema, "{\"id\": \"gone\"}"));
+  replication::BundleHeader h;
+  h.store_id = "00000000-0000-4000-8000-000000000001";
+  h.store_kind = "generic";
+  h.key_column = "id";
+  h.token = "seed";
+  h.from.content = replication::ContentChecksum{.rows = 1, .lo = 1, .hi = 2};
+  h.from.id = replication::BaseStateId(h.store_id, h.token, h.schema_hash, h.from.content);
+  h.to.cursor = 1;
+  h.to.content = replication::ContentChecksum{.rows = 2, .lo = 3, .hi = 4};
+  STRATA_ASSIGN_OR_RETURN(std::string full, replication::EncodeBundle(h, schema, {rows}, keys));
+  STRATA_RETURN_IF_ERROR(WriteString(out / "bundle_fuzz" / "rows_and_deletions.bundle", full));
+  STRATA_ASSIGN_OR_RETURN(std::string empty, replication::EncodeBundle(h, schema, {}, {}));
+  STRATA_RETURN_IF_ERROR(WriteString(out / "bundle_fuzz" / "empty.bundle", empty));
+  replication::BundleHeader part = h;
+  part.parts = 2;
+  part.to.part = 1;
+  STRATA_ASSIGN_OR_RETURN(std::string first,
+                          replication::EncodeBundle(part, schema, {rows.Slice(0, 1)}, {}));
+  STRATA_RETURN_IF_ERROR(WriteString(out / "bundle_fuzz" / "part_1_of_2.bundle", first));
+  STRATA_ASSIGN_OR_RETURN(
+      std::string keyed,
+      replication::EncodeBundle(h, schema, {}, keys, {.hmac_secret = "seed-secret"}));
+  return WriteString(out / "bundle_fuzz" / "keyed.bundle", keyed);
+}
+
 Status WriteCorpus(const fs::path& out) {
+  STRATA_RETURN_IF_ERROR(WriteBundleSeeds(out));
   fs::create_directories(out / "ipc_stream_fuzz");
   fs::create_directories(out / "ipc_file_fuzz");
   for (const Seed& seed : Seeds()) {
