@@ -25,6 +25,12 @@ std::string ToHex(const Hash256& hash);
 // SHA-256 of `data`.
 Hash256 Sha256Of(std::string_view data);
 
+// The schema hash of a store (docs/format/bundle.md): SHA-256 over the store kind, the key
+// column and each field's name, type (with nested names and nullability), nullability and
+// field metadata (which marks blob columns, primary keys and vector metrics). Schema-level
+// metadata (where stores keep bookkeeping) is not part of it.
+Hash256 SchemaHash(const Schema& schema, std::string_view key_column, std::string_view store_kind);
+
 // The 128-bit hash of one row's canonical encoding (docs/format/bundle.md).
 struct RowHash {
   uint64_t lo = 0;

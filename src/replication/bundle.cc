@@ -168,6 +168,24 @@ std::string ToHex(const Hash256& hash) {
   return out;
 }
 
+Hash256 SchemaHash(const Schema& schema, std::string_view key_column, std::string_view store_kind) {
+  std::string in;
+  AppendString(&in, "strata-replication-schema");
+  AppendString(&in, store_kind);
+  AppendString(&in, key_column);
+  AppendLe(&in, static_cast<uint64_t>(schema.num_fields()));
+  for (const FieldPtr& f : schema.fields()) {
+    AppendString(&in, f->ToString());
+    const auto& entries = f->metadata().entries();
+    AppendLe(&in, static_cast<uint64_t>(entries.size()));
+    for (const auto& [key, value] : entries) {
+      AppendString(&in, key);
+      AppendString(&in, value);
+    }
+  }
+  return Sha256Of(in);
+}
+
 Hash256 BaseStateId(std::string_view store_id, std::string_view token, const Hash256& schema_hash,
                     const ContentChecksum& content) {
   std::string in;

@@ -259,6 +259,35 @@ TEST(BundleTest, NotABundleAndAnotherVersionAreNamed) {
   EXPECT_TRUE(version.status().IsNotSupported()) << version.status();
 }
 
+TEST(SchemaHashTest, CoversWhatRowsMeanAndNothingElse) {
+  const SchemaPtr base = TestSchema();
+  const Hash256 h = SchemaHash(*base, "id", "generic");
+  EXPECT_EQ(SchemaHash(*base, "id", "generic"), h);
+  EXPECT_NE(SchemaHash(*base, "id", "rollout"), h);
+  EXPECT_NE(SchemaHash(*base, "n", "generic"), h);
+
+  auto with = [&](int index, FieldPtr replacement) {
+    std::vector<FieldPtr> fields = base->fields();
+    fields[static_cast<size_t>(index)] = std::move(replacement);
+    return std::make_shared<Schema>(std::move(fields));
+  };
+  EXPECT_NE(SchemaHash(*with(1, field("score", float32(), /*nullable=*/false)), "id", "generic"),
+            h);
+  EXPECT_NE(SchemaHash(*with(1, field("score", float64())), "id", "generic"), h);
+  EXPECT_NE(SchemaHash(*with(1, field("rating", float32())), "id", "generic"), h);
+  EXPECT_NE(
+      SchemaHash(*with(7, field("tags", list(field("item", utf8(), false)))), "id", "generic"), h);
+  EXPECT_NE(SchemaHash(*with(5, field("blob", large_binary(), true, {{"strata:blob", "true"}})),
+                       "id", "generic"),
+            h);
+  std::vector<FieldPtr> fewer = base->fields();
+  fewer.pop_back();
+  EXPECT_NE(SchemaHash(Schema(fewer), "id", "generic"), h);
+  // Schema-level metadata is bookkeeping, not meaning.
+  EXPECT_EQ(SchemaHash(Schema(base->fields(), {{"strata:store_kind", "generic"}}), "id", "generic"),
+            h);
+}
+
 // --- row hashes and content checksums ------------------------------------------------------
 
 TEST(RowHashTest, EqualRowsHashEquallyWhateverTheirBatchLayout) {
