@@ -167,3 +167,23 @@ function(strata_layer_tests layer)
   gtest_discover_tests(${layer}_test DISCOVERY_TIMEOUT 60
     PROPERTIES LABELS ${layer} ENVIRONMENT "STRATA_TEST_TMPDIR=${CMAKE_BINARY_DIR}/test-tmp")
 endfunction()
+
+# strata_proto(<target> <layer> <file.proto> <comment>): a static library <target> of the C++
+# that protoc generates from the layer's <file.proto>, included as "<layer>/<file>.pb.h" and
+# compiled without strata's warning flags (generated code is not ours to fix). Pass <target>
+# to strata_library's GENERATED.
+function(strata_proto target layer proto comment)
+  get_filename_component(_stem ${proto} NAME_WE)
+  set(_dir ${CMAKE_CURRENT_BINARY_DIR}/generated)
+  set(_out ${_dir}/${layer}/${_stem}.pb.cc ${_dir}/${layer}/${_stem}.pb.h)
+  add_custom_command(OUTPUT ${_out}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_dir}/${layer}
+    COMMAND protobuf::protoc --proto_path=${CMAKE_CURRENT_SOURCE_DIR}
+      --cpp_out=${_dir}/${layer} ${CMAKE_CURRENT_SOURCE_DIR}/${proto}
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${proto} protobuf::protoc
+    COMMENT "protoc: ${comment}"
+    VERBATIM)
+  add_library(${target} STATIC ${_dir}/${layer}/${_stem}.pb.cc)
+  target_include_directories(${target} SYSTEM PUBLIC ${_dir})
+  target_link_libraries(${target} PUBLIC protobuf::libprotobuf)
+endfunction()

@@ -135,15 +135,14 @@ Status RunMerge(const StoreOpener& open, const StoreCommandTerms& terms, const S
 
 struct CompactOptions {
   std::string dir;
-  int64_t target_rows = table::CompactionOptions{}.target_rows_per_fragment;
-  int max_source_fragments = table::CompactionOptions{}.max_source_fragments;
+  CompactionBounds bounds;
 };
 
 Status RunCompact(const StoreOpener& open, const CompactOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<store::StorageBase> base, open(opt.dir, ""));
   RowProgress progress("compacting");
-  table::CompactionOptions options{.target_rows_per_fragment = opt.target_rows,
-                                   .max_source_fragments = opt.max_source_fragments,
+  table::CompactionOptions options{.target_rows_per_fragment = opt.bounds.target_rows,
+                                   .max_source_fragments = opt.bounds.max_source_fragments,
                                    .progress = progress.Callback()};
   Result<table::CompactionResult> result = base->Compact(options);
   progress.Finish();
@@ -197,16 +196,7 @@ void AddStoreMaintenanceCommands(CLI::App& group, int* exit_code, StoreOpener op
   CLI::App* compact_cmd = group.add_subcommand(
       "compact", fmt::format("Merge small fragments of the base table (merged {})", terms.rows));
   compact_cmd->add_option("DIR", compact->dir, dir_help)->required();
-  compact_cmd
-      ->add_option("--target-rows", compact->target_rows,
-                   "Merge fragments with fewer live rows up to this many rows")
-      ->check(IntegerAtLeast<int64_t>(1))
-      ->capture_default_str();
-  compact_cmd
-      ->add_option("--max-source-fragments", compact->max_source_fragments,
-                   "Rewrite at most this many fragments (0 = no bound)")
-      ->check(IntegerAtLeast<int>(0))
-      ->capture_default_str();
+  AddCompactionBoundOptions(compact_cmd, &compact->bounds);
   compact_cmd->callback(
       [compact, open, exit_code] { *exit_code = Finish(RunCompact(open, *compact)); });
 }

@@ -65,6 +65,14 @@ class RowProgress {
   std::chrono::steady_clock::time_point last_draw_;
 };
 
+// The fragment-bound knobs of every `compact` command (table and the stores).
+struct CompactionBounds {
+  int64_t target_rows = table::CompactionOptions{}.target_rows_per_fragment;
+  int max_source_fragments = table::CompactionOptions{}.max_source_fragments;
+};
+// Registers --target-rows and --max-source-fragments.
+void AddCompactionBoundOptions(CLI::App* cmd, CompactionBounds* out);
+
 struct RowOutputOptions {
   std::string format;  // "jsonl", "table" or "" (table on a terminal, jsonl otherwise)
   int max_cell_width = 40;

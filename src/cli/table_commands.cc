@@ -125,6 +125,17 @@ std::string FormatVerifyReport(const table::VerifyReport& report, uint64_t versi
   return out;
 }
 
+void AddCompactionBoundOptions(CLI::App* cmd, CompactionBounds* out) {
+  cmd->add_option("--target-rows", out->target_rows,
+                  "Merge fragments with fewer live rows up to this many rows")
+      ->check(IntegerAtLeast<int64_t>(1))
+      ->capture_default_str();
+  cmd->add_option("--max-source-fragments", out->max_source_fragments,
+                  "Rewrite at most this many fragments (0 = no bound)")
+      ->check(IntegerAtLeast<int>(0))
+      ->capture_default_str();
+}
+
 RowProgress::RowProgress(std::string what)
     : what_(std::move(what)),
       enabled_(::isatty(STDERR_FILENO) == 1),

@@ -24,8 +24,7 @@ namespace {
 
 struct CompactOptions {
   std::string dir;
-  int64_t target_rows = table::CompactionOptions{}.target_rows_per_fragment;
-  int max_source_fragments = table::CompactionOptions{}.max_source_fragments;
+  CompactionBounds bounds;
   bool no_materialize_deletions = false;
 };
 
@@ -36,9 +35,9 @@ Status RunCompact(const CompactOptions& opt) {
       opt.no_materialize_deletions ? store::BaseTableChange::kCompactKeepingDeletions
                                    : store::BaseTableChange::kCompact));
   RowProgress progress("compacting");
-  table::CompactionOptions options{.target_rows_per_fragment = opt.target_rows,
+  table::CompactionOptions options{.target_rows_per_fragment = opt.bounds.target_rows,
                                    .materialize_deletions = !opt.no_materialize_deletions,
-                                   .max_source_fragments = opt.max_source_fragments,
+                                   .max_source_fragments = opt.bounds.max_source_fragments,
                                    .progress = progress.Callback()};
   Result<table::CompactionResult> result = t->Compact(options);
   progress.Finish();
@@ -344,16 +343,7 @@ void AddTableMaintenanceCommands(CLI::App& group, int* exit_code) {
   CLI::App* compact_cmd = group.add_subcommand(
       "compact", "Merge small fragments and rewrite fragments with many deleted rows");
   compact_cmd->add_option("DIR", compact->dir, kDirHelp)->required();
-  compact_cmd
-      ->add_option("--target-rows", compact->target_rows,
-                   "Merge fragments with fewer live rows up to this many rows")
-      ->check(IntegerAtLeast<int64_t>(1))
-      ->capture_default_str();
-  compact_cmd
-      ->add_option("--max-source-fragments", compact->max_source_fragments,
-                   "Rewrite at most this many fragments (0 = no bound)")
-      ->check(IntegerAtLeast<int>(0))
-      ->capture_default_str();
+  AddCompactionBoundOptions(compact_cmd, &compact->bounds);
   compact_cmd->add_flag("--no-materialize-deletions", compact->no_materialize_deletions,
                         "Keep deletion vectors instead of rewriting fragments without the rows");
   compact_cmd->callback([compact, exit_code] { *exit_code = Finish(RunCompact(*compact)); });
