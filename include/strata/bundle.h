@@ -78,7 +78,7 @@ enum class DigestKind : uint32_t { kSha256 = 1, kHmacSha256 = 2 };
 struct BundleHeader {
   std::string store_id;
   std::string store_kind;
-  Hash256 schema_hash{};
+  Hash256 schema_hash{};  // set by EncodeBundle
   std::string key_column;
   std::string token;
   ChainState from;
@@ -107,10 +107,11 @@ struct BundleWriteOptions {
 };
 
 // The bytes of a bundle of `rows` (batches of `schema`, which must hold header.key_column)
-// and `deletions` (one column of the key column's type, or no rows). Sets the header's counts
-// and digest kind; InvalidArgument (nothing returned) for inconsistent input: a batch of
-// another schema, a deletions batch of another column, part outside 1..parts, a to-cursor
-// not after the from-cursor.
+// and `deletions` (one column of the key column's type without nulls, or no rows). Sets the
+// header's counts, digest kind and schema hash (SchemaHash of `schema`); InvalidArgument
+// (nothing returned) for inconsistent input: a batch of another schema, a deletions batch of
+// another column or with a null key, part outside 1..parts, a to-state not after the
+// from-state.
 Result<std::string> EncodeBundle(BundleHeader header, const SchemaPtr& schema,
                                  const std::vector<RecordBatch>& rows, const RecordBatch& deletions,
                                  const BundleWriteOptions& options = {});
@@ -122,7 +123,8 @@ struct BundleReadOptions {
 
 // Reads and verifies a bundle: every length is checked against the bytes, the digest is
 // verified before anything it covers is parsed, then the header and sections are decoded and
-// checked against each other. Corruption (with what is wrong) for damaged or altered bytes,
+// checked against each other (counts, the rows' schema against the schema hash, no null
+// deletion key). Corruption (with what is wrong) for damaged or altered bytes,
 // InvalidArgument for a keyed bundle without the secret or an unkeyed one when a secret is
 // set, NotSupported for another format version.
 Result<Bundle> DecodeBundle(std::string_view bytes, const BundleReadOptions& options = {});

@@ -229,13 +229,23 @@ Result<std::string> EncodeBundle(BundleHeader header, const SchemaPtr& schema,
   }
   header.deletion_count = deletions.schema() == nullptr ? 0 : deletions.num_rows();
   const FieldPtr& key_field = schema->field(key_index);
-  if (header.deletion_count > 0 &&
-      (deletions.num_columns() != 1 || deletions.schema()->field(0)->name() != key_field->name() ||
-       !deletions.schema()->field(0)->type()->Equals(*key_field->type()))) {
-    return Status::InvalidArgument(
-        fmt::format("bundle: deletions must be one column '{}' of type {}", key_field->name(),
-                    key_field->type()->ToString()));
+  const SchemaPtr key_schema = std::make_shared<Schema>(std::vector<FieldPtr>{key_field});
+  RecordBatch keys;
+  if (header.deletion_count > 0) {
+    if (deletions.num_columns() != 1 || deletions.schema()->field(0)->name() != key_field->name() ||
+        !deletions.schema()->field(0)->type()->Equals(*key_field->type())) {
+      return Status::InvalidArgument(
+          fmt::format("bundle: deletions must be one column '{}' of type {}", key_field->name(),
+                      key_field->type()->ToString()));
+    }
+    if (deletions.column(0).null_count() > 0) {
+      return Status::InvalidArgument("bundle: a deletion key is null");
+    }
+    STRATA_ASSIGN_OR_RETURN(
+        keys, RecordBatch::Make(key_schema, deletions.num_rows(), deletions.columns()));
   }
+  // The hash the replica compares with its own is the hash of the rows actually sent.
+  header.schema_hash = SchemaHash(*schema, header.key_column, header.store_kind);
   header.digest_kind = options.hmac_secret.empty() ? DigestKind::kSha256 : DigestKind::kHmacSha256;
   STRATA_RETURN_IF_ERROR(CheckHeader(header));
 
@@ -268,9 +278,7 @@ Result<std::string> EncodeBundle(BundleHeader header, const SchemaPtr& schema,
   }
   std::string deletion_bytes;
   if (header.deletion_count > 0) {
-    STRATA_ASSIGN_OR_RETURN(
-        deletion_bytes,
-        WriteSection(std::make_shared<Schema>(std::vector<FieldPtr>{key_field}), {deletions}));
+    STRATA_ASSIGN_OR_RETURN(deletion_bytes, WriteSection(key_schema, {keys}));
   }
 
   std::string out;
@@ -392,9 +400,14 @@ Result<Bundle> DecodeBundle(std::string_view bytes, const BundleReadOptions& opt
     return Status::Corruption(fmt::format("bundle: the header counts {} rows, the section holds {}",
                                           h.row_count, rows.rows));
   }
-  if (rows.schema != nullptr && rows.schema->GetFieldIndex(h.key_column) < 0) {
-    return Status::Corruption(
-        fmt::format("bundle: the rows have no key column '{}'", h.key_column));
+  if (rows.schema != nullptr) {
+    if (rows.schema->GetFieldIndex(h.key_column) < 0) {
+      return Status::Corruption(
+          fmt::format("bundle: the rows have no key column '{}'", h.key_column));
+    }
+    if (SchemaHash(*rows.schema, h.key_column, h.store_kind) != h.schema_hash) {
+      return Status::Corruption("bundle: the rows' schema does not have the header's schema hash");
+    }
   }
   out.rows_schema = rows.schema;
   out.rows = std::move(rows.batches);
@@ -414,6 +427,11 @@ Result<Bundle> DecodeBundle(std::string_view bytes, const BundleReadOptions& opt
       const FieldPtr& key = rows.schema->field(rows.schema->GetFieldIndex(h.key_column));
       if (!deletions.schema->field(0)->type()->Equals(*key->type())) {
         return Status::Corruption("bundle: the deletion keys' type is not the rows' key type");
+      }
+    }
+    for (const RecordBatch& batch : deletions.batches) {
+      if (batch.column(0).null_count() > 0) {
+        return Status::Corruption("bundle: a deletion key is null");
       }
     }
     if (deletions.batches.empty()) {

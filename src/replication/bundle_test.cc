@@ -88,7 +88,7 @@ TEST(BundleTest, RowsDeletionsAndHeaderRoundTrip) {
 
   EXPECT_EQ(b.header.store_id, h.store_id);
   EXPECT_EQ(b.header.store_kind, "generic");
-  EXPECT_EQ(b.header.schema_hash, h.schema_hash);
+  EXPECT_EQ(b.header.schema_hash, SchemaHash(*TestSchema(), "id", "generic"));
   EXPECT_EQ(b.header.token, "nightly");
   EXPECT_EQ(b.header.from, h.from);
   EXPECT_EQ(b.header.to.cursor, 1u);
@@ -106,6 +106,23 @@ TEST(BundleTest, RowsDeletionsAndHeaderRoundTrip) {
   EXPECT_TRUE(b.rows[0].Equals(first)) << b.rows[0].ToString();
   EXPECT_TRUE(b.rows[1].Equals(second));
   EXPECT_TRUE(b.deletions.Equals(deleted)) << b.deletions.ToString();
+}
+
+TEST(BundleTest, FieldMetadataSurvivesAndBindsTheSchemaHash) {
+  // Blob and primary-key markers are field metadata: the decoded rows keep them, so the
+  // schema hash the replica checks is the one of the rows it installs.
+  auto schema = std::make_shared<Schema>(std::vector<FieldPtr>{
+      field("id", utf8(), false, {{"strata:primary_key", "true"}}),
+      field("blob", large_binary(), true, {{"strata:blob", "true"}}),
+  });
+  ASSERT_OK_AND_ASSIGN(RecordBatch rows,
+                       json::RowsToBatch(schema, R"({"id": "a", "blob": "AQID"})"));
+  ASSERT_OK_AND_ASSIGN(std::string bytes, EncodeBundle(TestHeader(), schema, {rows}, {}));
+  ASSERT_OK_AND_ASSIGN(Bundle b, DecodeBundle(bytes));
+  ASSERT_NE(b.rows_schema, nullptr);
+  EXPECT_TRUE(b.rows_schema->Equals(*schema, /*check_metadata=*/true));
+  EXPECT_EQ(b.header.schema_hash, SchemaHash(*schema, "id", "generic"));
+  EXPECT_NE(b.header.schema_hash, SchemaHash(*TestSchema(), "id", "generic"));
 }
 
 TEST(BundleTest, AnEmptyBundleRoundTrips) {
