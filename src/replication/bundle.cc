@@ -17,6 +17,7 @@
 #include "replication/bundle.pb.h"
 #include "strata/builder.h"
 #include "strata/ipc.h"
+#include "util/little_endian.h"
 
 namespace strata::replication {
 namespace {
@@ -27,29 +28,15 @@ constexpr size_t kPrefixBytes = 16;   // magic, version, header length
 constexpr size_t kTrailerBytes = 40;  // digest kind, digest, end magic
 constexpr uint32_t kMaxHeaderBytes = 1u << 20;
 
-template <typename T>
-void AppendLe(std::string* out, T v) {
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &v, sizeof(T));
-  out->append(bytes, sizeof(T));
-}
-
-template <typename T>
-T ReadLe(std::string_view bytes, size_t at) {
-  T v;
-  std::memcpy(&v, bytes.data() + at, sizeof(T));
-  return v;
-}
-
 void AppendString(std::string* out, std::string_view s) {
-  AppendLe(out, static_cast<uint64_t>(s.size()));
+  PutFixed64(out, s.size());
   out->append(s);
 }
 
 void AppendContent(std::string* out, const ContentChecksum& c) {
-  AppendLe(out, c.rows);
-  AppendLe(out, c.lo);
-  AppendLe(out, c.hi);
+  PutFixed64(out, static_cast<uint64_t>(c.rows));
+  PutFixed64(out, c.lo);
+  PutFixed64(out, c.hi);
 }
 
 Result<Hash256> Digest(DigestKind kind, std::string_view data, std::string_view secret) {
@@ -173,11 +160,11 @@ Hash256 SchemaHash(const Schema& schema, std::string_view key_column, std::strin
   AppendString(&in, "strata-replication-schema");
   AppendString(&in, store_kind);
   AppendString(&in, key_column);
-  AppendLe(&in, static_cast<uint64_t>(schema.num_fields()));
+  PutFixed64(&in, static_cast<uint64_t>(schema.num_fields()));
   for (const FieldPtr& f : schema.fields()) {
     AppendString(&in, f->ToString());
     const auto& entries = f->metadata().entries();
-    AppendLe(&in, static_cast<uint64_t>(entries.size()));
+    PutFixed64(&in, entries.size());
     for (const auto& [key, value] : entries) {
       AppendString(&in, key);
       AppendString(&in, value);
@@ -202,10 +189,10 @@ Hash256 NextStateId(const ChainState& from, uint64_t to_cursor, uint32_t to_part
   std::string in;
   AppendString(&in, "strata-replication-step");
   in.append(AsBytes(from.id));
-  AppendLe(&in, from.cursor);
-  AppendLe(&in, from.part);
-  AppendLe(&in, to_cursor);
-  AppendLe(&in, to_part);
+  PutFixed64(&in, from.cursor);
+  PutFixed32(&in, from.part);
+  PutFixed64(&in, to_cursor);
+  PutFixed32(&in, to_part);
   AppendContent(&in, to_content);
   in.append(AsBytes(digest));
   return Sha256Of(in);
@@ -285,15 +272,15 @@ Result<std::string> EncodeBundle(BundleHeader header, const SchemaPtr& schema,
   out.reserve(kPrefixBytes + header_bytes.size() + 16 + rows_bytes.size() + deletion_bytes.size() +
               kTrailerBytes);
   out.append(kMagic);
-  AppendLe(&out, kBundleFormatVersion);
-  AppendLe(&out, static_cast<uint32_t>(header_bytes.size()));
+  PutFixed32(&out, kBundleFormatVersion);
+  PutFixed32(&out, static_cast<uint32_t>(header_bytes.size()));
   out.append(header_bytes);
-  AppendLe(&out, static_cast<uint64_t>(rows_bytes.size()));
+  PutFixed64(&out, rows_bytes.size());
   out.append(rows_bytes);
-  AppendLe(&out, static_cast<uint64_t>(deletion_bytes.size()));
+  PutFixed64(&out, deletion_bytes.size());
   out.append(deletion_bytes);
   STRATA_ASSIGN_OR_RETURN(Hash256 digest, Digest(header.digest_kind, out, options.hmac_secret));
-  AppendLe(&out, static_cast<uint32_t>(header.digest_kind));
+  PutFixed32(&out, static_cast<uint32_t>(header.digest_kind));
   out.append(AsBytes(digest));
   out.append(kEndMagic);
   return out;
@@ -306,7 +293,7 @@ Result<Bundle> DecodeBundle(std::string_view bytes, const BundleReadOptions& opt
   if (bytes.substr(0, kMagic.size()) != kMagic) {
     return Status::Corruption("bundle: bad magic (not a strata bundle)");
   }
-  const uint32_t version = ReadLe<uint32_t>(bytes, 8);
+  const uint32_t version = DecodeFixed32(bytes.data() + 8);
   if (version != kBundleFormatVersion) {
     return Status::NotSupported(fmt::format(
         "bundle format version {} (this build reads version {})", version, kBundleFormatVersion));
@@ -316,20 +303,20 @@ Result<Bundle> DecodeBundle(std::string_view bytes, const BundleReadOptions& opt
   }
   // Lengths, each checked against what remains before the trailer.
   const size_t body_end = bytes.size() - kTrailerBytes;
-  const uint32_t header_length = ReadLe<uint32_t>(bytes, 12);
+  const uint32_t header_length = DecodeFixed32(bytes.data() + 12);
   if (header_length > kMaxHeaderBytes || header_length > body_end - kPrefixBytes - 16) {
     return Status::Corruption(
         fmt::format("bundle: header length {} exceeds the file", header_length));
   }
   size_t at = kPrefixBytes + header_length;
-  const uint64_t rows_length = ReadLe<uint64_t>(bytes, at);
+  const uint64_t rows_length = DecodeFixed64(bytes.data() + at);
   at += 8;
   if (rows_length > body_end - at - 8) {
     return Status::Corruption(fmt::format("bundle: rows length {} exceeds the file", rows_length));
   }
   const std::string_view rows_bytes = bytes.substr(at, rows_length);
   at += rows_length;
-  const uint64_t deletions_length = ReadLe<uint64_t>(bytes, at);
+  const uint64_t deletions_length = DecodeFixed64(bytes.data() + at);
   at += 8;
   if (deletions_length != body_end - at) {
     return Status::Corruption(
@@ -339,7 +326,7 @@ Result<Bundle> DecodeBundle(std::string_view bytes, const BundleReadOptions& opt
   const std::string_view deletion_bytes = bytes.substr(at, deletions_length);
 
   // The digest, before anything it covers is parsed.
-  const uint32_t kind_value = ReadLe<uint32_t>(bytes, body_end);
+  const uint32_t kind_value = DecodeFixed32(bytes.data() + body_end);
   if (kind_value != static_cast<uint32_t>(DigestKind::kSha256) &&
       kind_value != static_cast<uint32_t>(DigestKind::kHmacSha256)) {
     return Status::Corruption(fmt::format("bundle: unknown digest kind {}", kind_value));

@@ -3,21 +3,20 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "strata/bundle.h"
+#include "util/little_endian.h"
 
 namespace strata::replication {
 namespace {
 
-template <typename T>
-void AppendLe(std::string* out, T v) {
-  // Little-endian hosts only (strata's formats assume it; see util/little_endian.h).
-  char bytes[sizeof(T)];
-  std::memcpy(bytes, &v, sizeof(T));
-  out->append(bytes, sizeof(T));
+// 8- and 16-bit values beside util/little_endian.h's 32- and 64-bit ones.
+void PutFixed8(std::string* out, uint8_t v) { out->push_back(static_cast<char>(v)); }
+void PutFixed16(std::string* out, uint16_t v) {
+  out->push_back(static_cast<char>(v));
+  out->push_back(static_cast<char>(v >> 8));
 }
 
 Status Unsupported(const DataType& type) {
@@ -38,42 +37,42 @@ Status AppendValue(const Array& a, int64_t i, std::string* out) {
       out->push_back(a.BoolValue(i) ? '\1' : '\0');
       return Status::OK();
     case TypeId::kInt8:
-      AppendLe(out, a.Value<int8_t>(i));
+      PutFixed8(out, static_cast<uint8_t>(a.Value<int8_t>(i)));
       return Status::OK();
     case TypeId::kInt16:
-      AppendLe(out, a.Value<int16_t>(i));
+      PutFixed16(out, static_cast<uint16_t>(a.Value<int16_t>(i)));
       return Status::OK();
     case TypeId::kInt32:
-      AppendLe(out, a.Value<int32_t>(i));
+      PutFixed32(out, static_cast<uint32_t>(a.Value<int32_t>(i)));
       return Status::OK();
     case TypeId::kInt64:
     case TypeId::kTimestamp:
-      AppendLe(out, a.Value<int64_t>(i));
+      PutFixed64(out, static_cast<uint64_t>(a.Value<int64_t>(i)));
       return Status::OK();
     case TypeId::kUInt8:
-      AppendLe(out, a.Value<uint8_t>(i));
+      PutFixed8(out, a.Value<uint8_t>(i));
       return Status::OK();
     case TypeId::kUInt16:
-      AppendLe(out, a.Value<uint16_t>(i));
+      PutFixed16(out, a.Value<uint16_t>(i));
       return Status::OK();
     case TypeId::kUInt32:
-      AppendLe(out, a.Value<uint32_t>(i));
+      PutFixed32(out, a.Value<uint32_t>(i));
       return Status::OK();
     case TypeId::kUInt64:
-      AppendLe(out, a.Value<uint64_t>(i));
+      PutFixed64(out, a.Value<uint64_t>(i));
       return Status::OK();
     case TypeId::kFloat32:
-      AppendLe(out, a.Value<uint32_t>(i));  // the bit pattern
+      PutFixed32(out, a.Value<uint32_t>(i));  // the bit pattern
       return Status::OK();
     case TypeId::kFloat64:
-      AppendLe(out, a.Value<uint64_t>(i));
+      PutFixed64(out, a.Value<uint64_t>(i));
       return Status::OK();
     case TypeId::kUtf8:
     case TypeId::kLargeUtf8:
     case TypeId::kBinary:
     case TypeId::kLargeBinary: {
       const std::string_view v = a.StringValue(i);
-      AppendLe(out, static_cast<uint64_t>(v.size()));
+      PutFixed64(out, v.size());
       out->append(v);
       return Status::OK();
     }
@@ -82,7 +81,7 @@ Status AppendValue(const Array& a, int64_t i, std::string* out) {
     case TypeId::kFixedSizeList: {
       const auto [begin, end] = a.ValueRange(i);
       if (type.id() != TypeId::kFixedSizeList) {
-        AppendLe(out, static_cast<uint64_t>(end - begin));
+        PutFixed64(out, static_cast<uint64_t>(end - begin));
       }
       const Array values = a.values_array();
       for (int64_t k = begin; k < end; ++k) STRATA_RETURN_IF_ERROR(AppendValue(values, k, out));
