@@ -62,6 +62,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,6 +88,12 @@ inline constexpr std::string_view kStoreKindMetadata = "strata:store:kind";
 inline constexpr std::string_view kGenericStoreKind = "generic";
 // The kind OwningStoreKind reports for a store created before kinds were recorded.
 inline constexpr std::string_view kUnrecordedStoreKind = "lsm";
+
+// Base-table metadata key that makes a store a replica (include/strata/replication.h): while
+// its value is non-empty, opening a writer (Put, DeleteKeys, OpenWriter) fails with
+// InvalidArgument; replication installs rows by committing to the base table directly, and
+// promoting the replica removes the key.
+inline constexpr std::string_view kReplicaMetadata = "strata:replica:chain";
 
 // Which part of the LSM tree a read covers.
 enum class ListSource {
@@ -293,6 +300,15 @@ class StorageBase {
 
   // --- Reads -----------------------------------------------------------------------
   Result<std::vector<RecordBatch>> Scan(const ScanRequest& request) const;
+  // Scan without holding the result: its batches (the same rows in the same order) go to
+  // `consume` one at a time as they are read. When the read must run again on a fresh view
+  // (a merge committed while it read; see the top of this file), `restart` is called and
+  // every batch is delivered again from the first, so a consumer that keeps state resets it
+  // there. An error from either callback stops the scan and is returned. Returns the base
+  // version the delivered rows were read at.
+  Result<uint64_t> ScanEach(const ScanRequest& request,
+                            const std::function<Status(RecordBatch)>& consume,
+                            const std::function<Status()>& restart) const;
   // Newest live rows for `keys` (<= 1,024), in the order given, missing keys skipped.
   Result<RecordBatch> GetMany(const std::vector<expr::Scalar>& keys,
                               const std::vector<std::string>& columns = {},

@@ -130,24 +130,29 @@ Result<RecordBatch> TakeRows(const RecordBatch& batch, const std::vector<int64_t
   return RecordBatch::Make(batch.schema(), static_cast<int64_t>(rows.size()), std::move(columns));
 }
 
-// Applies offset and limit to the stream of output batches.
+// Applies offset and limit to the stream of output batches, which it keeps or, with a
+// consumer, hands on one at a time.
 class Sink {
  public:
-  Sink(int64_t offset, std::optional<int64_t> limit) : skip_(offset), remaining_(limit) {}
+  using Consumer = std::function<Status(RecordBatch)>;
+  Sink(int64_t offset, std::optional<int64_t> limit, Consumer consume = nullptr)
+      : skip_(offset), remaining_(limit), consume_(std::move(consume)) {}
   bool full() const { return remaining_ && *remaining_ == 0; }
-  void Add(RecordBatch batch) {
-    if (full() || batch.num_rows() == 0) return;
+  Status Add(RecordBatch batch) {
+    if (full() || batch.num_rows() == 0) return Status::OK();
     if (skip_ > 0) {
       const int64_t skipped = std::min(skip_, batch.num_rows());
       skip_ -= skipped;
-      if (skipped == batch.num_rows()) return;
+      if (skipped == batch.num_rows()) return Status::OK();
       batch = batch.Slice(skipped, batch.num_rows() - skipped);
     }
     if (remaining_) {
       if (batch.num_rows() > *remaining_) batch = batch.Slice(0, *remaining_);
       *remaining_ -= batch.num_rows();
     }
+    if (consume_) return consume_(std::move(batch));
     out_.push_back(std::move(batch));
+    return Status::OK();
   }
   // Hands offset and limit to a source that applies them itself (the last one).
   std::pair<int64_t, std::optional<int64_t>> Delegate() {
@@ -160,6 +165,7 @@ class Sink {
  private:
   int64_t skip_;
   std::optional<int64_t> remaining_;
+  Consumer consume_;
   std::vector<RecordBatch> out_;
 };
 
@@ -174,8 +180,7 @@ Status Emit(const ReadPlan& plan, const RecordBatch& candidates, Sink& sink,
     STRATA_ASSIGN_OR_RETURN(batch, TakeRows(batch, selected));
   }
   STRATA_ASSIGN_OR_RETURN(RecordBatch projected, batch.Project(plan.output));
-  sink.Add(std::move(projected));
-  return Status::OK();
+  return sink.Add(std::move(projected));
 }
 
 using internal::KeyColumnView;
@@ -325,7 +330,7 @@ Status ScanBase(const table::Table& base, const ReadPlan& plan, std::string_view
       STRATA_ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, it->Next());
       if (!batch) return Status::OK();
       STRATA_ASSIGN_OR_RETURN(RecordBatch out, Conform(*batch, plan.output_schema, "base table"));
-      sink.Add(std::move(out));
+      STRATA_RETURN_IF_ERROR(sink.Add(std::move(out)));
     }
   }
   options.columns = plan.work_names;
@@ -344,14 +349,16 @@ Status ScanBase(const table::Table& base, const ReadPlan& plan, std::string_view
     STRATA_ASSIGN_OR_RETURN(RecordBatch work, Conform(*batch, plan.work_schema, "base table"));
     STRATA_ASSIGN_OR_RETURN(RecordBatch kept, TakeRows(work, keep));
     STRATA_ASSIGN_OR_RETURN(RecordBatch projected, kept.Project(plan.output));
-    sink.Add(std::move(projected));
+    STRATA_RETURN_IF_ERROR(sink.Add(std::move(projected)));
   }
   return Status::OK();
 }
 
 }  // namespace
 
-Result<std::vector<RecordBatch>> LsmScan(const LsmView& view, const LsmScanOptions& options) {
+namespace {
+
+Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink) {
   if (options.offset < 0) {
     return Status::InvalidArgument(
         fmt::format("lsm scan: offset must be >= 0, got {}", options.offset));
@@ -362,19 +369,32 @@ Result<std::vector<RecordBatch>> LsmScan(const LsmView& view, const LsmScanOptio
   }
   STRATA_ASSIGN_OR_RETURN(ReadPlan plan, MakePlan(view, options.columns, options.filter));
   KeySet seen;
-  Sink sink(options.offset, options.limit);
   for (const auto& memtable : view.memtables) {
-    if (sink.full()) return sink.Finish();
+    if (sink.full()) return Status::OK();
     if (memtable) STRATA_RETURN_IF_ERROR(ScanMemTable(*memtable, plan, seen, sink));
   }
   for (const auto& generation : view.generations) {
-    if (sink.full()) return sink.Finish();
+    if (sink.full()) return Status::OK();
     if (generation) {
       STRATA_RETURN_IF_ERROR(ScanGeneration(*generation, plan, options.filter, seen, sink));
     }
   }
   if (view.base) STRATA_RETURN_IF_ERROR(ScanBase(*view.base, plan, options.filter, seen, sink));
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::vector<RecordBatch>> LsmScan(const LsmView& view, const LsmScanOptions& options) {
+  Sink sink(options.offset, options.limit);
+  STRATA_RETURN_IF_ERROR(ScanInto(view, options, sink));
   return sink.Finish();
+}
+
+Status LsmScanEach(const LsmView& view, const LsmScanOptions& options,
+                   const std::function<Status(RecordBatch)>& consume) {
+  Sink sink(options.offset, options.limit, consume);
+  return ScanInto(view, options, sink);
 }
 
 Result<int64_t> LsmCount(const LsmView& view, const std::string& filter) {

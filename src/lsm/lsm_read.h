@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,6 +59,10 @@ struct LsmScanOptions {
 // column or a bad filter (before anything is read). NotFound when a generation's files
 // vanished mid-read (a concurrent merge; the caller retries with a fresh view).
 Result<std::vector<RecordBatch>> LsmScan(const LsmView& view, const LsmScanOptions& options);
+// The batches LsmScan returns, in the same order, handed to `consume` one at a time as they
+// are read instead of collected (an error from `consume` stops the scan and is returned).
+Status LsmScanEach(const LsmView& view, const LsmScanOptions& options,
+                   const std::function<Status(RecordBatch)>& consume);
 
 // Live rows whose key is one of `keys` (at most kMaxGetKeys), newest version of each, in
 // the order of `keys` (missing and duplicate keys skipped). Newest-first per key with bloom

@@ -256,6 +256,7 @@ struct StorageBase::Impl {
     // its check before must not open (and leave for Close to seal) a writer under the
     // deleted prefix.
     STRATA_RETURN_IF_ERROR(CheckAlive());
+    STRATA_RETURN_IF_ERROR(CheckNotReplica());
     lsm::ShardWriterOptions writer_options;
     writer_options.max_memtable_rows = options.max_memtable_rows;
     writer_options.max_memtable_bytes = options.max_memtable_bytes;
@@ -268,6 +269,19 @@ struct StorageBase::Impl {
     STRATA_ASSIGN_OR_RETURN(
         writer, lsm::ShardWriter::Open(store, prefix, shard, Schema(), key_index, writer_options));
     return writer;
+  }
+
+  // A replica (strata/replication.h) takes rows from its source's bundles only: a writer is
+  // refused while the newest base version carries the replica marker.
+  Status CheckNotReplica() {
+    STRATA_RETURN_IF_ERROR(base->Refresh());
+    const KeyValueMetadata metadata = base->metadata();
+    std::optional<std::string_view> chain = metadata.Get(kReplicaMetadata);
+    if (!chain || chain->empty()) return Status::OK();
+    return Status::InvalidArgument(fmt::format(
+        "{} is a replica (chain {}): it takes changes only from its source's bundles; "
+        "promote it (strata replicate promote) to write to it",
+        prefix.empty() ? std::string("the store") : fmt::format("store at '{}'", prefix), *chain));
   }
 
   // Drops `stale` from the slot if it is still there (identity-checked: of N puts that saw
@@ -600,6 +614,24 @@ Result<std::vector<RecordBatch>> StorageBase::Scan(const ScanRequest& request) c
   options.limit = request.limit;
   return impl_->Read<std::vector<RecordBatch>>(
       request.source, [&](const lsm::LsmView& view) { return lsm::LsmScan(view, options); });
+}
+
+Result<uint64_t> StorageBase::ScanEach(const ScanRequest& request,
+                                       const std::function<Status(RecordBatch)>& consume,
+                                       const std::function<Status()>& restart) const {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
+  lsm::LsmScanOptions options;
+  options.columns = request.columns;
+  options.filter = request.filter;
+  options.offset = request.offset;
+  options.limit = request.limit;
+  bool delivered = false;
+  return impl_->Read<uint64_t>(request.source, [&](const lsm::LsmView& view) -> Result<uint64_t> {
+    if (delivered && restart) STRATA_RETURN_IF_ERROR(restart());
+    delivered = true;
+    STRATA_RETURN_IF_ERROR(lsm::LsmScanEach(view, options, consume));
+    return view.base != nullptr ? view.base->version() : uint64_t{0};
+  });
 }
 
 Result<RecordBatch> StorageBase::GetMany(const std::vector<expr::Scalar>& keys,

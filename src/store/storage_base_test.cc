@@ -233,6 +233,58 @@ TEST_F(StorageBaseTest, ProjectionLimitAndOffsetApplyAfterDeduplication) {
   EXPECT_EQ(seen, (std::set<std::string>{"10", "20", "3"}));
 }
 
+TEST_F(StorageBaseTest, ScanEachDeliversWhatScanReturnsOneBatchAtATime) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
+  ASSERT_OK(base->Put({Items({{"a", "old", 1}, {"b", "old", 2}, {"c", "old", 3}})}));
+  ASSERT_OK(base->Cleanup().status());
+  ASSERT_OK(base->Put({Items({{"a", "new", 10}})}));
+  ASSERT_OK(base->DeleteKeys({expr::Scalar::String("b")}));
+  ASSERT_OK(base->Flush().status());
+  ScanRequest request;
+  request.filter = "n > 2";
+  ASSERT_OK_AND_ASSIGN(auto whole, base->Scan(request));
+  std::vector<RecordBatch> streamed;
+  int restarts = 0;
+  ASSERT_OK_AND_ASSIGN(uint64_t version, base->ScanEach(
+                                             request,
+                                             [&](RecordBatch b) {
+                                               streamed.push_back(std::move(b));
+                                               return Status::OK();
+                                             },
+                                             [&] {
+                                               ++restarts;
+                                               streamed.clear();
+                                               return Status::OK();
+                                             }));
+  EXPECT_EQ(version, base->version());
+  EXPECT_EQ(restarts, 0);
+  EXPECT_EQ(Rows(streamed), Rows(whole));
+  EXPECT_EQ(Keys(Rows(streamed)), (std::vector<std::string>{"a", "c"}));
+  // A consumer's error stops the scan and is returned.
+  Status stopped = base->ScanEach(
+                           request, [](RecordBatch) { return Status::Aborted("enough"); },
+                           [] { return Status::OK(); })
+                       .status();
+  EXPECT_TRUE(stopped.IsAborted()) << stopped;
+}
+
+TEST_F(StorageBaseTest, AReplicaMarkerRefusesWritersUntilRemoved) {
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
+  ASSERT_OK(base->Put({Items({{"a", "x", 1}})}));
+  ASSERT_OK(base->Close());
+  ASSERT_OK_AND_ASSIGN(auto table, table::Table::Open(store_, prefix_));
+  ASSERT_OK(table->UpdateMetadata({{std::string(kReplicaMetadata), "chain-1"}}).status());
+  ASSERT_OK_AND_ASSIGN(auto replica, OpenBase());
+  Status refused = replica->Put({Items({{"b", "x", 2}})});
+  EXPECT_TRUE(refused.IsInvalidArgument()) << refused;
+  EXPECT_NE(refused.ToString().find("is a replica (chain chain-1)"), std::string::npos) << refused;
+  EXPECT_TRUE(replica->DeleteKeys({expr::Scalar::String("a")}).IsInvalidArgument());
+  ASSERT_OK_AND_ASSIGN(int64_t rows, replica->Count());
+  EXPECT_EQ(rows, 1);  // reads are not affected
+  ASSERT_OK(table->UpdateMetadata({{std::string(kReplicaMetadata), ""}}).status());
+  ASSERT_OK(replica->Put({Items({{"b", "x", 2}})}));
+}
+
 TEST_F(StorageBaseTest, GetManyKeepsTheOrderAskedSkippingMissingAndRepeatedKeys) {
   ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
   ASSERT_OK(base->Put({Items({{"a", "x", 1}, {"b", "x", 2}})}));
