@@ -90,6 +90,9 @@ struct BundleHeader {
   int64_t deletion_count = 0;  // set by EncodeBundle
   int64_t created_at_micros = 0;
   uint64_t source_version = 0;
+  // The source's trim floor at export: a replica whose cursor is below it cannot catch up
+  // through bundles (TooOld) and must be re-seeded.
+  uint64_t trim_floor = 0;
   DigestKind digest_kind = DigestKind::kSha256;  // set by EncodeBundle
 };
 
@@ -97,7 +100,7 @@ struct Bundle {
   BundleHeader header;  // header.to.id computed from the digest
   Hash256 digest{};
   std::vector<RecordBatch> rows;  // in the rows section's schema
-  SchemaPtr rows_schema;          // nullptr when the bundle has no rows
+  SchemaPtr rows_schema;          // the store schema (with its schema-level metadata)
   RecordBatch deletions;          // one column, the key column; no rows when there are none
 };
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "replication/bundle.pb.h"
+#include "replication/bundle_internal.h"
 #include "strata/builder.h"
 #include "strata/ipc.h"
 #include "util/little_endian.h"
@@ -202,20 +203,37 @@ Result<std::string> EncodeBundle(BundleHeader header, const SchemaPtr& schema,
                                  const std::vector<RecordBatch>& rows, const RecordBatch& deletions,
                                  const BundleWriteOptions& options) {
   if (schema == nullptr) return Status::InvalidArgument("bundle: no schema");
-  const int key_index = schema->GetFieldIndex(header.key_column);
-  if (key_index < 0) {
-    return Status::InvalidArgument(
-        fmt::format("bundle: the schema has no key column '{}'", header.key_column));
-  }
-  header.row_count = 0;
+  int64_t row_count = 0;
   for (const RecordBatch& b : rows) {
     if (b.schema() == nullptr || !b.schema()->Equals(*schema, /*check_metadata=*/false)) {
       return Status::InvalidArgument("bundle: a row batch does not have the bundle's schema");
     }
-    header.row_count += b.num_rows();
+    row_count += b.num_rows();
   }
+  STRATA_ASSIGN_OR_RETURN(std::string rows_section, internal::WriteRowsSection(schema, rows));
+  return internal::AssembleBundle(std::move(header), *schema, rows_section, row_count, deletions,
+                                  options);
+}
+
+namespace internal {
+
+Result<std::string> WriteRowsSection(const SchemaPtr& schema,
+                                     const std::vector<RecordBatch>& rows) {
+  return WriteSection(schema, rows);
+}
+
+Result<std::string> AssembleBundle(BundleHeader header, const Schema& schema,
+                                   std::string_view rows_section, int64_t row_count,
+                                   const RecordBatch& deletions,
+                                   const BundleWriteOptions& options) {
+  const int key_index = schema.GetFieldIndex(header.key_column);
+  if (key_index < 0) {
+    return Status::InvalidArgument(
+        fmt::format("bundle: the schema has no key column '{}'", header.key_column));
+  }
+  header.row_count = row_count;
   header.deletion_count = deletions.schema() == nullptr ? 0 : deletions.num_rows();
-  const FieldPtr& key_field = schema->field(key_index);
+  const FieldPtr& key_field = schema.field(key_index);
   const SchemaPtr key_schema = std::make_shared<Schema>(std::vector<FieldPtr>{key_field});
   RecordBatch keys;
   if (header.deletion_count > 0) {
@@ -232,7 +250,7 @@ Result<std::string> EncodeBundle(BundleHeader header, const SchemaPtr& schema,
         keys, RecordBatch::Make(key_schema, deletions.num_rows(), deletions.columns()));
   }
   // The hash the replica compares with its own is the hash of the rows actually sent.
-  header.schema_hash = SchemaHash(*schema, header.key_column, header.store_kind);
+  header.schema_hash = SchemaHash(schema, header.key_column, header.store_kind);
   header.digest_kind = options.hmac_secret.empty() ? DigestKind::kSha256 : DigestKind::kHmacSha256;
   STRATA_RETURN_IF_ERROR(CheckHeader(header));
 
@@ -255,14 +273,12 @@ Result<std::string> EncodeBundle(BundleHeader header, const SchemaPtr& schema,
   p.set_deletion_count(header.deletion_count);
   p.set_created_at_micros(header.created_at_micros);
   p.set_source_version(header.source_version);
+  p.set_trim_floor(header.trim_floor);
   p.set_digest_kind(static_cast<uint32_t>(header.digest_kind));
   std::string header_bytes;
   if (!p.SerializeToString(&header_bytes)) return Status::Internal("bundle header: serialize");
 
-  std::string rows_bytes;
-  if (header.row_count > 0) {
-    STRATA_ASSIGN_OR_RETURN(rows_bytes, WriteSection(schema, rows));
-  }
+  const std::string_view rows_bytes = rows_section;
   std::string deletion_bytes;
   if (header.deletion_count > 0) {
     STRATA_ASSIGN_OR_RETURN(deletion_bytes, WriteSection(key_schema, {keys}));
@@ -285,6 +301,8 @@ Result<std::string> EncodeBundle(BundleHeader header, const SchemaPtr& schema,
   out.append(kEndMagic);
   return out;
 }
+
+}  // namespace internal
 
 Result<Bundle> DecodeBundle(std::string_view bytes, const BundleReadOptions& options) {
   if (bytes.size() < kPrefixBytes + 16 + kTrailerBytes) {
@@ -372,6 +390,7 @@ Result<Bundle> DecodeBundle(std::string_view bytes, const BundleReadOptions& opt
   h.deletion_count = p.deletion_count();
   h.created_at_micros = p.created_at_micros();
   h.source_version = p.source_version();
+  h.trim_floor = p.trim_floor();
   h.digest_kind = static_cast<DigestKind>(p.digest_kind());
   if (h.digest_kind != kind) {
     return Status::Corruption(fmt::format("bundle: the header says digest kind {}, the trailer {}",
@@ -382,12 +401,13 @@ Result<Bundle> DecodeBundle(std::string_view bytes, const BundleReadOptions& opt
   }
   h.to.id = NextStateId(h.from, h.to.cursor, h.to.part, h.to.content, out.digest);
 
+  if (rows_bytes.empty()) return Status::Corruption("bundle: the rows section is missing");
   STRATA_ASSIGN_OR_RETURN(Section rows, ReadSection(rows_bytes, "rows"));
   if (rows.rows != h.row_count) {
     return Status::Corruption(fmt::format("bundle: the header counts {} rows, the section holds {}",
                                           h.row_count, rows.rows));
   }
-  if (rows.schema != nullptr) {
+  {
     if (rows.schema->GetFieldIndex(h.key_column) < 0) {
       return Status::Corruption(
           fmt::format("bundle: the rows have no key column '{}'", h.key_column));
@@ -410,11 +430,9 @@ Result<Bundle> DecodeBundle(std::string_view bytes, const BundleReadOptions& opt
       return Status::Corruption(
           fmt::format("bundle: the deletions are not one column '{}'", h.key_column));
     }
-    if (rows.schema != nullptr) {
-      const FieldPtr& key = rows.schema->field(rows.schema->GetFieldIndex(h.key_column));
-      if (!deletions.schema->field(0)->type()->Equals(*key->type())) {
-        return Status::Corruption("bundle: the deletion keys' type is not the rows' key type");
-      }
+    const FieldPtr& key = rows.schema->field(rows.schema->GetFieldIndex(h.key_column));
+    if (!deletions.schema->field(0)->type()->Equals(*key->type())) {
+      return Status::Corruption("bundle: the deletion keys' type is not the rows' key type");
     }
     for (const RecordBatch& batch : deletions.batches) {
       if (batch.column(0).null_count() > 0) {
