@@ -5,6 +5,7 @@
 #include "cli_common.h"
 #include "datagen_commands.h"
 #include "generic_commands.h"
+#include "replicate_commands.h"
 #include "rollout_commands.h"
 #include "table_commands.h"
 
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   strata::cli::AddRolloutCommands(app, &exit_code);
   strata::cli::AddGenericCommands(app, &exit_code);
   strata::cli::AddDatagenCommands(app, &exit_code);
+  strata::cli::AddReplicateCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
