@@ -61,8 +61,8 @@ Result<std::optional<BundleName>> NextBundle(ObjectStore& bundles, std::string_v
     std::optional<BundleName> parsed = ParseName(meta.key, name);
     if (!parsed) continue;
     if (state) {
-      if (parsed->full || parsed->from_cursor != state->cursor ||
-          parsed->from_part != state->part) {
+      // Later parts of a full export continue its first part like any other bundle.
+      if (parsed->from_cursor != state->cursor || parsed->from_part != state->part) {
         continue;
       }
     } else if (parsed->from_cursor != 0 || parsed->from_part != 0) {

@@ -647,6 +647,25 @@ TEST_F(ReplicationTest, FollowRoundsKeepTheReplicaCaughtUpAndResumeAfterAnInterr
   EXPECT_EQ(status.consumers[0].id, "rep-1");
 }
 
+TEST_F(ReplicationTest, ApplyPublishedCreatesAReplicaFromASplitFullExport) {
+  ASSERT_OK(MarkBase(source_, "nightly").status());
+  std::string rows;
+  for (int i = 0; i < 10; ++i) rows += fmt::format(R"({{"id":"k{:02}","n":{}}})", i, i) + "\n";
+  Put(rows);
+  ExportOptions full;
+  full.full = true;
+  full.max_rows = 3;
+  ASSERT_OK_AND_ASSIGN(ExportReport seed, Export(full));
+  ASSERT_EQ(seed.bundles.size(), 4u);
+  ASSERT_OK_AND_ASSIGN(ApplyPublishedReport applied, ApplyPublished(replica_, *bundles_, "b/"));
+  EXPECT_EQ(applied.applied.size(), 4u);
+  ASSERT_TRUE(applied.state.has_value());
+  EXPECT_EQ(*applied.state, seed.to);
+  EXPECT_EQ(Listing(replica_), Listing(source_));
+  ASSERT_OK_AND_ASSIGN(ApplyPublishedReport again, ApplyPublished(replica_, *bundles_, "b/"));
+  EXPECT_TRUE(again.applied.empty());
+}
+
 // --- every store kind --------------------------------------------------------------------------
 
 TEST(ReplicationKinds, RolloutStoreReplicaReadsLikeItsSource) {
