@@ -103,7 +103,7 @@ Result<ApplyPublishedReport> ApplyPublished(const StoreLocation& replica, Object
     report.deletions += applied->deletions;
     report.bytes += applied->bytes;
     report.state = applied->to;
-    report.applied.push_back(std::move(*applied));
+    report.applied.push_back(*applied);
   }
 }
 

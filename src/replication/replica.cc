@@ -241,6 +241,10 @@ Result<ApplyReport> ApplyChanges(const StoreLocation& replica, std::string_view 
   if (bundle.deletions.num_rows() > 0) {
     STRATA_RETURN_IF_ERROR(CollectKeys({bundle.deletions}, 0, h.key_column, seen, &deleted_keys));
   }
+  // The replaced rows are read at the base version the state was read from (no generation is
+  // pending, checked above), so a concurrent apply shows up as the commit guard failing (Busy),
+  // not as rows that do not match the state.
+  STRATA_RETURN_IF_ERROR(store->Checkout(table->version()));
   ContentChecksum next = current.content;
   std::vector<expr::Scalar> touched = row_keys;
   touched.insert(touched.end(), deleted_keys.begin(), deleted_keys.end());

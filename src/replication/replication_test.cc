@@ -14,11 +14,11 @@
 #include <map>
 #include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "replication/replication_test_util.h"
 #include "strata/generic_store.h"
 #include "strata/json.h"
 #include "strata/rollout_store.h"
@@ -33,37 +33,8 @@ namespace {
 using store::StorageBase;
 using store::StorageBaseOptions;
 
-SchemaPtr TestSchema() {
-  return std::make_shared<Schema>(std::vector<FieldPtr>{
-      field("id", utf8(), /*nullable=*/false),
-      field("n", int64()),
-      field("text", utf8()),
-  });
-}
-
-// Every logical row of the store at `location`, as sorted JSON lines: the independent
-// listing replicas are compared through.
-std::vector<std::string> Listing(const StoreLocation& location) {
-  Result<std::shared_ptr<table::Table>> table = table::Table::Open(location.store, location.prefix);
-  EXPECT_TRUE(table.ok()) << table.status();
-  if (!table.ok()) return {};
-  StorageBaseOptions options;
-  options.key_column = (*table)->schema()->field(*(*table)->primary_key_column())->name();
-  Result<std::unique_ptr<StorageBase>> s =
-      StorageBase::Open(location.store, location.prefix, options, /*create_if_missing=*/false);
-  EXPECT_TRUE(s.ok()) << s.status();
-  if (!s.ok()) return {};
-  Result<std::vector<RecordBatch>> batches = (*s)->Scan({});
-  EXPECT_TRUE(batches.ok()) << batches.status();
-  if (!batches.ok()) return {};
-  std::vector<std::string> lines;
-  for (const RecordBatch& b : *batches) {
-    std::istringstream in(json::BatchToJsonLines(b));
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-  }
-  std::sort(lines.begin(), lines.end());
-  return lines;
-}
+using testing::Listing;
+using testing::TestSchema;
 
 class ReplicationTest : public ::testing::Test {
  protected:
@@ -81,6 +52,7 @@ class ReplicationTest : public ::testing::Test {
   }
   void Delete(const std::vector<std::string>& ids) {
     std::vector<expr::Scalar> keys;
+    keys.reserve(ids.size());
     for (const std::string& id : ids) keys.push_back(expr::Scalar::String(id));
     ASSERT_OK(writer_->DeleteKeys(keys));
   }
@@ -363,7 +335,7 @@ TEST_F(ReplicationTest, LocalWriteOutsideApplyIsRefusedAsDiverged) {
 // --- case 13: never over an existing bundle ------------------------------------------------------
 
 TEST_F(ReplicationTest, ExportOverExistingBundleNameIsRefusedAsExists) {
-  testing::TempDir dir("replication");
+  strata::testing::TempDir dir("replication");
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<ObjectStore> local,
                        OpenLocalObjectStore((dir / "bundles").string()));
   ASSERT_OK(MarkBase(source_, "nightly").status());
@@ -732,7 +704,7 @@ TEST(ReplicationKinds, GenericStoreReplicaKeepsItsSpec) {
 // --- property: random histories, exports at random points ------------------------------------
 
 TEST_F(ReplicationTest, PropertyReplicaEqualsSourceAtEveryExportSnapshot) {
-  const unsigned long long seed = testing::TestSeed();
+  const unsigned long long seed = strata::testing::TestSeed();
   SCOPED_TRACE(fmt::format("STRATA_TEST_SEED={}", seed));
   std::mt19937_64 rng(seed);
   Seed();

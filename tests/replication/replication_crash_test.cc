@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "replication/replication_test_util.h"
 #include "strata/bundle.h"
 #include "strata/json.h"
 #include "strata/replication.h"
@@ -30,37 +31,8 @@ using strata::testing::StressScale;
 using strata::testing::TempDir;
 using strata::testing::TestSeed;
 
-SchemaPtr TestSchema() {
-  return std::make_shared<Schema>(std::vector<FieldPtr>{
-      field("id", utf8(), /*nullable=*/false),
-      field("n", int64()),
-      field("text", utf8()),
-  });
-}
-
-std::vector<std::string> Listing(const StoreLocation& location) {
-  store::StorageBaseOptions options;
-  options.key_column = "id";
-  Result<std::unique_ptr<store::StorageBase>> s =
-      store::StorageBase::Open(location.store, location.prefix, options, false);
-  EXPECT_TRUE(s.ok()) << s.status();
-  if (!s.ok()) return {};
-  Result<std::vector<RecordBatch>> batches = (*s)->Scan({});
-  EXPECT_TRUE(batches.ok()) << batches.status();
-  if (!batches.ok()) return {};
-  std::vector<std::string> lines;
-  for (const RecordBatch& b : *batches) {
-    std::string text = json::BatchToJsonLines(b);
-    size_t at = 0;
-    while (at < text.size()) {
-      size_t end = text.find('\n', at);
-      lines.push_back(text.substr(at, end - at));
-      at = end + 1;
-    }
-  }
-  std::sort(lines.begin(), lines.end());
-  return lines;
-}
+using testing::Listing;
+using testing::TestSchema;
 
 TEST(ReplicationCrashTest, KilledFollowRoundsLeaveNoPartialBundleAndTheReplicaAtABoundary) {
   const unsigned long long seed = TestSeed();
