@@ -85,7 +85,7 @@ ContentChecksum FromProto(const proto::ContentChecksum& p) {
 // The order of chain states: by cursor, and within a cursor the parts of a split export
 // before its end (part 0).
 std::pair<uint64_t, uint64_t> Position(const ChainState& s) {
-  return {s.cursor, s.part == 0 ? uint64_t{1} << 32 : s.part};
+  return internal::StateOrder(s.cursor, s.part);
 }
 
 // Checks what must hold between the header's fields, for both ends.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "replication/bundle_internal.h"
 #include "replication/store_access.h"
 #include "strata/replication.h"
 #include "strata/table.h"
@@ -70,7 +71,7 @@ Result<std::optional<BundleName>> NextBundle(ObjectStore& bundles, std::string_v
     }
     // A full export first for a replica without state; then the one reaching furthest.
     auto rank = [&](const BundleName& b) {
-      return std::tuple(b.full, b.to_cursor, b.to_part == 0 ? uint64_t{1} << 32 : b.to_part);
+      return std::pair(b.full, internal::StateOrder(b.to_cursor, b.to_part));
     };
     if (!best || rank(*parsed) > rank(*best)) best = std::move(parsed);
   }

@@ -14,6 +14,7 @@
 
 #include "lsm/key.h"
 #include "lsm/lsm_read.h"
+#include "replication/bundle_internal.h"
 #include "replication/refusal.h"
 #include "replication/source_state.h"
 #include "replication/store_access.h"
@@ -71,10 +72,7 @@ Result<std::optional<ReplicaRecord>> ReadRecord(const table::Table& table) {
 std::string Position(const ChainState& s) { return fmt::format("{}.{}", s.cursor, s.part); }
 
 bool Before(const ChainState& a, const ChainState& b) {
-  auto pos = [](const ChainState& s) {
-    return std::pair<uint64_t, uint64_t>(s.cursor, s.part == 0 ? uint64_t{1} << 32 : s.part);
-  };
-  return pos(a) < pos(b);
+  return internal::StateOrder(a.cursor, a.part) < internal::StateOrder(b.cursor, b.part);
 }
 
 bool FromEmptyState(const BundleHeader& h) {

@@ -453,10 +453,7 @@ Result<ExportReport> ExportChanges(const StoreLocation& source, ObjectStore& des
     report.from = internal::EmptyState(chain);
   } else {
     STRATA_ASSIGN_OR_RETURN(std::vector<internal::KeptState> kept, internal::ListStates(source));
-    uint64_t head = 0;
-    for (const internal::KeptState& k : kept) {
-      if (!k.reserved) head = std::max(head, k.cursor);
-    }
+    const uint64_t head = internal::NewestCursor(kept);
     const uint64_t since = options.since.value_or(head);
     STRATA_ASSIGN_OR_RETURN(std::optional<internal::StateIndex> state,
                             internal::ReadState(source, since));
@@ -620,11 +617,7 @@ Result<TrimReport> Trim(const StoreLocation& source) {
   STRATA_ASSIGN_OR_RETURN(ChainRecord chain, RequireChain(source));
   STRATA_ASSIGN_OR_RETURN(std::vector<internal::KeptState> kept, internal::ListStates(source));
   STRATA_ASSIGN_OR_RETURN(std::vector<Consumer> consumers, internal::ReadConsumers(source));
-  uint64_t head = 0;
-  for (const internal::KeptState& k : kept) {
-    if (!k.reserved) head = std::max(head, k.cursor);
-  }
-  uint64_t floor = head;
+  uint64_t floor = internal::NewestCursor(kept);
   for (const Consumer& c : consumers) floor = std::min(floor, c.cursor);
   TrimReport report;
   report.floor = std::max(floor, chain.trim_floor);

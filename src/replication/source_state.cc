@@ -199,6 +199,14 @@ Result<std::vector<KeptState>> ListStates(const StoreLocation& source) {
   return out;
 }
 
+uint64_t NewestCursor(const std::vector<KeptState>& kept) {
+  uint64_t head = 0;
+  for (const KeptState& k : kept) {
+    if (!k.reserved) head = std::max(head, k.cursor);
+  }
+  return head;
+}
+
 Result<std::optional<StateIndex>> ReadState(const StoreLocation& source, uint64_t cursor) {
   const std::string key = StateKey(source, cursor);
   Result<Buffer> bytes = source.store->Get(key);

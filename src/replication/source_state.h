@@ -72,6 +72,8 @@ struct KeptState {
 
 // Every object under states/, by cursor.
 Result<std::vector<KeptState>> ListStates(const StoreLocation& source);
+// The newest exported (not only reserved) cursor of `kept`; 0 when there is none.
+uint64_t NewestCursor(const std::vector<KeptState>& kept);
 
 struct StateIndex {
   ChainState state;
