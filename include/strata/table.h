@@ -353,6 +353,9 @@ class Table {
   // A read-only handle on `version` (time travel). NotFound when it does not exist or was
   // cleaned up.
   Result<std::shared_ptr<Table>> Checkout(uint64_t version) const;
+  // A read-only handle on this handle's current version, without I/O: what a reader holds
+  // so that a Refresh of this handle by another thread does not move it mid-read.
+  std::shared_ptr<Table> Pin() const;
   // Every kept version, oldest first.
   Result<std::vector<VersionInfo>> ListVersions() const;
 

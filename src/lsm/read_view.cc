@@ -58,11 +58,14 @@ Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<ta
     return out;
   }
   STRATA_RETURN_IF_ERROR(base_->Refresh());
-  KeyValueMetadata metadata = base_->metadata();
-  out.base_version = base_->version();
+  // The view's own handle on this version: another thread's Refresh of base_ (a merge
+  // committing through this store) must not move a read that is under way.
+  std::shared_ptr<table::Table> base = base_->Pin();
+  KeyValueMetadata metadata = base->metadata();
+  out.base_version = base->version();
   STRATA_ASSIGN_OR_RETURN(out.watermarks, ReadWatermarks(metadata));
-  out.view.schema = base_->schema();
-  if (scope != ReadScope::kPending) out.view.base = base_;
+  out.view.schema = base->schema();
+  if (scope != ReadScope::kPending) out.view.base = std::move(base);
   if (scope == ReadScope::kBase) return out;
 
   if (memtables) out.view.memtables = memtables();

@@ -6,14 +6,17 @@
 // (pb::Generation.sealed_at_micros, a hybrid logical clock: docs/format/lsm.md §8), then
 // generation number, then shard id.
 //
-// Consistency: a view fixes a base version and reads the shard manifests after it. A merge
-// that commits while the view is read may move rows from a generation the view holds as
-// pending into a base version the view did not read (the rows then show once, from the
-// generation — fine) or delete the generation's files (the read fails with NotFound). After
-// a read, the view is still consistent when the newest base version records the same
-// watermarks as the view's; otherwise, or on NotFound, the read runs again on a fresh view
-// (kReadAttempts in all), and then fails with Busy. A result from an inconsistent view is
-// never returned.
+// Consistency: a view pins a base version (its own read-only handle) and then reads the
+// shard manifests. A merge that commits between the two drops generations from a manifest
+// that the pinned version does not hold yet, so once the manifests are read the view is
+// checked: it is consistent when the newest base version records the same watermarks as
+// the view's; otherwise it is built again (kReadAttempts in all), and then the read fails
+// with Busy. A consistent view is a snapshot: a merge that commits while it is read moves
+// rows from a generation the view holds as pending into a base version the view does not
+// read (the rows show once, from the generation), and can only make the read fail with
+// NotFound when the generation's files are deleted (generation_delete_delay later) — then
+// the read runs again on a fresh view. So a long read (an export, a full scan) finishes
+// while merges keep committing, and a result from an inconsistent view is never returned.
 #pragma once
 
 #include <cstdint>
@@ -89,8 +92,8 @@ class ReadViewSource {
   Result<ReadView> Build(ReadScope scope, const std::shared_ptr<table::Table>& pinned,
                          const MemTableSource& memtables) const;
 
-  // True when no merge committed since `view` was built (compactions and other commits do
-  // not matter to a view).
+  // True when no merge committed since `view`'s base version (compactions and other commits
+  // do not matter to a view).
   Result<bool> StillConsistent(const ReadView& view) const;
 
   // Runs `read` on a fresh view until it succeeds on a view that is still consistent
@@ -109,6 +112,11 @@ class ReadViewSource {
         }
         return view.status();
       }
+      if (scope != ReadScope::kBase) {
+        Result<bool> consistent = StillConsistent(*view);
+        if (!consistent.ok()) return consistent.status();
+        if (!*consistent) continue;
+      }
       Result<T> result = read(view->view);
       if (!result.ok()) {
         if (result.status().IsNotFound() && !view->pinned && attempt + 1 < kReadAttempts) {
@@ -117,10 +125,7 @@ class ReadViewSource {
         }
         return result.status();
       }
-      if (scope == ReadScope::kBase && !view->pinned) return result;
-      Result<bool> consistent = StillConsistent(*view);
-      if (!consistent.ok()) return consistent.status();
-      if (*consistent) return result;
+      return result;
     }
     return RetriesExhausted(last);
   }

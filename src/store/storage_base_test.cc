@@ -268,6 +268,44 @@ TEST_F(StorageBaseTest, ScanEachDeliversWhatScanReturnsOneBatchAtATime) {
   EXPECT_TRUE(stopped.IsAborted()) << stopped;
 }
 
+TEST_F(StorageBaseTest, ALongScanFinishesOnItsSnapshotWhileMergesCommitBesideIt) {
+  StorageBaseOptions options;
+  options.generation_delete_delay_seconds = 600;  // merged files outlive the scan
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase(options));
+  ASSERT_OK(base->Put({Items({{"a", "old", 1}, {"b", "old", 2}})}));
+  ASSERT_OK(base->Cleanup().status());
+  ASSERT_OK(base->Put({Items({{"a", "new", 10}})}));
+  ASSERT_OK(base->Put({Items({{"c", "new", 3}})}));
+  ASSERT_OK(base->Flush().status());
+  ASSERT_OK_AND_ASSIGN(auto before, base->Scan({}));
+  // Every batch the scan delivers, a merge through the same handle commits a new base
+  // version: the scan keeps reading the version and generations it started with.
+  std::vector<RecordBatch> streamed;
+  int restarts = 0;
+  int merges = 0;
+  ASSERT_OK_AND_ASSIGN(
+      uint64_t version,
+      base->ScanEach(
+          {},
+          [&](RecordBatch b) -> Status {
+            streamed.push_back(std::move(b));
+            STRATA_RETURN_IF_ERROR(base->Put({Items({{fmt::format("x{}", merges), "late", 0}})}));
+            STRATA_ASSIGN_OR_RETURN(MergeReport merged, base->Cleanup());
+            merges += merged.base_version > 0 ? 1 : 0;
+            return Status::OK();
+          },
+          [&] {
+            ++restarts;
+            streamed.clear();
+            return Status::OK();
+          }));
+  EXPECT_GE(merges, 2);
+  EXPECT_EQ(restarts, 0);
+  EXPECT_LT(version, base->version());
+  EXPECT_EQ(Rows(streamed), Rows(before));
+  EXPECT_EQ(Keys(Rows(streamed)), (std::vector<std::string>{"a", "b", "c"}));
+}
+
 TEST_F(StorageBaseTest, AReplicaMarkerRefusesWritersUntilRemoved) {
   ASSERT_OK_AND_ASSIGN(auto base, OpenBase());
   ASSERT_OK(base->Put({Items({{"a", "x", 1}})}));

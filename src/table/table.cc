@@ -541,6 +541,14 @@ Result<std::shared_ptr<Table>> Table::Checkout(uint64_t version) const {
   return std::shared_ptr<Table>(new Table(std::move(impl)));
 }
 
+std::shared_ptr<Table> Table::Pin() const {
+  auto impl = std::make_unique<Impl>();
+  impl->context = impl_->context;
+  impl->read_only = true;
+  impl->Advance(impl_->current());
+  return std::shared_ptr<Table>(new Table(std::move(impl)));
+}
+
 Result<std::vector<VersionInfo>> Table::ListVersions() const {
   ObjectStore& store = *impl_->context->store;
   const std::string& prefix = impl_->context->prefix;

@@ -509,6 +509,26 @@ TEST_F(TableTest, CheckoutReadsOldVersionsAndRefusesChanges) {
   EXPECT_TRUE(table->Checkout(99).status().IsNotFound());
 }
 
+TEST_F(TableTest, PinHoldsTheCurrentVersionWhileTheHandleMovesOn) {
+  ASSERT_OK_AND_ASSIGN(auto table, Table::Create(store_, "t/", KeyedSchema()));
+  ASSERT_OK(table->Append({KeyedRows(0, 5)}).status());
+  ASSERT_OK(table->UpdateMetadata({{"m", "2"}}).status());
+  std::shared_ptr<Table> pinned = table->Pin();
+  const uint64_t at = table->version();
+  // Another handle commits; this one refreshes past the pin.
+  ASSERT_OK_AND_ASSIGN(auto other, Table::Open(store_, "t/"));
+  ASSERT_OK(other->Append({KeyedRows(5, 3)}).status());
+  ASSERT_OK(other->UpdateMetadata({{"m", "4"}}).status());
+  ASSERT_OK(table->Refresh());
+  EXPECT_EQ(table->version(), at + 2);
+  EXPECT_TRUE(pinned->read_only());
+  EXPECT_EQ(pinned->version(), at);
+  EXPECT_EQ(pinned->metadata().Get("m"), "2");
+  ASSERT_OK_AND_ASSIGN(RecordBatch all, ReadAll(*pinned));
+  EXPECT_EQ(Int64Column(all, "id"), Range(0, 5));
+  EXPECT_TRUE(pinned->Append({KeyedRows(9, 1)}).status().IsInvalidArgument());
+}
+
 TEST_F(TableTest, CheckoutBeforeCompactionStillReadsAndLooksUpOldFragments) {
   ASSERT_OK_AND_ASSIGN(auto table, Table::Create(store_, "t/", KeyedSchema()));
   for (int64_t i = 0; i < 4; ++i) ASSERT_OK(table->Append({KeyedRows(i * 5, 5)}).status());
