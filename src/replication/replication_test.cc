@@ -152,17 +152,19 @@ TEST_F(ReplicationTest, KeyChangeExportsOldKeyAsDeletionAndNewKeyAsRow) {
 
 // --- case 4: export while a writer commits ------------------------------------------------------
 
-TEST_F(ReplicationTest, ExportReadsOneSnapshotWithoutBlockingWriters) {
+TEST_F(ReplicationTest, ExportReadsOneSnapshotWithoutBlockingWritersOrMerges) {
   Put(R"({"id":"k-000000","n":0})");
   Seed();
   std::atomic<bool> stop{false};
   std::atomic<int> written{1};
+  // The writer merges every 10 puts: exports finish on their snapshot while merges commit.
   std::thread writer([&] {
     for (int i = 1; i < 400 && !stop; ++i) {
       ASSERT_OK_AND_ASSIGN(
           RecordBatch batch,
           json::RowsToBatch(TestSchema(), fmt::format(R"({{"id":"k-{:06}","n":{}}})", i, i)));
       ASSERT_OK(writer_->Put({batch}));
+      if (i % 10 == 0) ASSERT_OK(writer_->Cleanup().status());
       written = i + 1;
     }
   });

@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "replication/store_access.h"
 #include "strata/builder.h"
 #include "strata/replication.h"
+#include "util/checksum.h"
 #include "util/clock.h"
 #include "util/uuid.h"
 
@@ -128,9 +128,74 @@ class Staging {
 // The export's scan: compares every row with the from-state's index and cuts the changes
 // into parts.
 
-struct OldEntry {
-  RowHash hash;
-  bool seen = false;
+// The from-state's index as an open-addressing table over views of its batches: one hash
+// and a short probe per scanned row, no allocation per key.
+class OldIndex {
+ public:
+  Status Load(const std::vector<RecordBatch>& batches) {
+    batches_ = batches;
+    size_t total = 0;
+    for (const RecordBatch& b : batches_) total += static_cast<size_t>(b.num_rows());
+    if (total >= (size_t{1} << 31)) {
+      return Status::InvalidArgument("replication state index over 2^31 keys");
+    }
+    entries_.clear();
+    entries_.reserve(total);
+    size_t slots = 16;
+    while (slots < 2 * total) slots *= 2;
+    slots_.assign(slots, 0);
+    for (const RecordBatch& b : batches_) {
+      const Array& keys = b.column(0);
+      const uint64_t* lo = b.column(1).values<uint64_t>();
+      const uint64_t* hi = b.column(2).values<uint64_t>();
+      for (int64_t r = 0; r < b.num_rows(); ++r) {
+        const std::string_view key = keys.StringValue(r);
+        const uint64_t key_hash = XxHash3_64(key);
+        uint32_t& slot = slots_[Probe(key, key_hash)];
+        if (slot != 0) return Status::Corruption("replication state index repeats a key");
+        entries_.push_back(Entry{key, key_hash, RowHash{lo[r], hi[r]}});
+        slot = static_cast<uint32_t>(entries_.size());
+      }
+    }
+    seen_.assign(entries_.size(), 0);
+    return Status::OK();
+  }
+
+  // The entry holding `key`, or -1.
+  int64_t Find(std::string_view key) const {
+    if (entries_.empty()) return -1;
+    const uint32_t slot = slots_[Probe(key, XxHash3_64(key))];
+    return static_cast<int64_t>(slot) - 1;
+  }
+  size_t size() const { return entries_.size(); }
+  std::string_view key(int64_t e) const { return entries_[static_cast<size_t>(e)].key; }
+  const RowHash& hash(int64_t e) const { return entries_[static_cast<size_t>(e)].hash; }
+  bool seen(int64_t e) const { return seen_[static_cast<size_t>(e)] != 0; }
+  void MarkSeen(int64_t e) { seen_[static_cast<size_t>(e)] = 1; }
+  void ClearSeen() { std::fill(seen_.begin(), seen_.end(), 0); }
+
+ private:
+  struct Entry {
+    std::string_view key;
+    uint64_t key_hash;
+    RowHash hash;
+  };
+  // The slot holding `key`, or the empty slot where it goes (linear probing, at most half
+  // full).
+  size_t Probe(std::string_view key, uint64_t key_hash) const {
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = key_hash & mask;; i = (i + 1) & mask) {
+      const uint32_t slot = slots_[i];
+      if (slot == 0) return i;
+      const Entry& e = entries_[slot - 1];
+      if (e.key_hash == key_hash && e.key == key) return i;
+    }
+  }
+
+  std::vector<RecordBatch> batches_;  // the keys' storage
+  std::vector<Entry> entries_;
+  std::vector<uint32_t> slots_;  // entry index + 1; 0 = empty
+  std::vector<uint8_t> seen_;
 };
 
 struct Part {
@@ -151,23 +216,7 @@ class ChangeCollector {
         running_(from) {}
 
   // The old index: keys that exist at the from-state.
-  Status Load(const std::vector<RecordBatch>& batches) {
-    old_batches_ = batches;
-    size_t total = 0;
-    for (const RecordBatch& b : old_batches_) total += static_cast<size_t>(b.num_rows());
-    old_.reserve(total);
-    for (const RecordBatch& b : old_batches_) {
-      const Array& keys = b.column(0);
-      const uint64_t* lo = b.column(1).values<uint64_t>();
-      const uint64_t* hi = b.column(2).values<uint64_t>();
-      for (int64_t r = 0; r < b.num_rows(); ++r) {
-        if (!old_.emplace(keys.StringValue(r), OldEntry{RowHash{lo[r], hi[r]}}).second) {
-          return Status::Corruption("replication state index repeats a key");
-        }
-      }
-    }
-    return Status::OK();
-  }
+  Status Load(const std::vector<RecordBatch>& batches) { return old_.Load(batches); }
 
   Status Consume(const internal::HashedBatch& b) {
     std::vector<int64_t> changed;
@@ -180,11 +229,11 @@ class ChangeCollector {
       scanned_content_.Add(hash);
       ++scanned_;
       std::optional<RowHash> replaced;
-      auto it = old_.find(key);
-      if (it != old_.end()) {
-        it->second.seen = true;
-        if (it->second.hash == hash) continue;
-        replaced = it->second.hash;
+      const int64_t entry = old_.Find(key);
+      if (entry >= 0) {
+        old_.MarkSeen(entry);
+        if (old_.hash(entry) == hash) continue;
+        replaced = old_.hash(entry);
       }
       deltas.emplace_back(replaced, hash);
       changed.push_back(static_cast<int64_t>(r));
@@ -223,7 +272,7 @@ class ChangeCollector {
   }
 
   Status Restart() {
-    for (auto& [key, entry] : old_) entry.seen = false;
+    old_.ClearSeen();
     index_.Reset();
     scanned_content_ = ContentChecksum{};
     scanned_ = 0;
@@ -239,10 +288,11 @@ class ChangeCollector {
   // After the scan: keys of the old index it did not meet are deletions.
   Status Finish() {
     std::vector<std::pair<std::string_view, RowHash>> gone;
-    for (const auto& [key, entry] : old_) {
-      if (!entry.seen) gone.emplace_back(key, entry.hash);
+    for (size_t e = 0; e < old_.size(); ++e) {
+      const auto entry = static_cast<int64_t>(e);
+      if (!old_.seen(entry)) gone.emplace_back(old_.key(entry), old_.hash(entry));
     }
-    // Deterministic order (the map's is not).
+    // Deterministic order (the index's is the scan order of its export).
     std::sort(gone.begin(), gone.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     deletions_ = static_cast<int64_t>(gone.size());
@@ -303,8 +353,7 @@ class ChangeCollector {
   Staging& staging_;
   const ContentChecksum from_;
 
-  std::vector<RecordBatch> old_batches_;
-  std::unordered_map<std::string_view, OldEntry> old_;
+  OldIndex old_;
 
   internal::IndexBuilder index_;
   ContentChecksum scanned_content_;
