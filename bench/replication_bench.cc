@@ -6,12 +6,13 @@
 //      exported and applied: bundle bytes against the zstd-compressed changed rows (the
 //      least a bundle can carry) and against a whole copy of the store, export and apply
 //      wall time;
-//   3. follow lag while a writer puts at a steady 1,000 rows/s;
+//   3. follow lag while a writer makes a steady 1,000 durable 1-row puts/s;
 //   4. the write path with replication off, marked, and marked with a follower running:
 //      durable put latency and bulk ingest.
 //
-//   build/release/bench/replication_bench [--dir DIR] [--rows N] [--quick]
-// Defaults: 200,000 rows; --quick: 20,000 rows and shorter follow and write-path phases.
+//   build/release/bench/replication_bench [--dir DIR] [--rows N] [--runs N] [--quick]
+// Defaults: 200,000 rows, 5 runs (each on a fresh store), then the median of every figure;
+// --quick: 20,000 rows, one run, shorter follow and write-path phases.
 #include <fmt/format.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -50,9 +52,29 @@ struct Config {
   double follow_seconds = 10;
   int put_samples = 1'000;
   int64_t ingest_rows = 100'000;
+  int runs = 5;
 };
 
 std::vector<std::string> g_problems;
+
+// Every figure of every run, by name, in the order first recorded: the medians at the end.
+std::vector<std::string> g_figure_order;
+std::map<std::string, std::vector<double>> g_figures;
+void Record(const std::string& name, double value) {
+  auto [it, added] = g_figures.try_emplace(name);
+  if (added) g_figure_order.push_back(name);
+  it->second.push_back(value);
+}
+
+void PrintMedians(int runs) {
+  fmt::print("\nmedians of {} runs (min - max):\n", runs);
+  for (const std::string& name : g_figure_order) {
+    std::vector<double> v = g_figures[name];
+    std::sort(v.begin(), v.end());
+    fmt::print("  {:<58} {:>12.4g}   ({:.4g} - {:.4g})\n", name, v[v.size() / 2], v.front(),
+               v.back());
+  }
+}
 void Expect(bool ok, std::string what) {
   if (!ok) {
     fmt::print("  PROBLEM: {}\n", what);
@@ -170,6 +192,11 @@ Status ExportApply(Env& env, const std::string& what, const std::vector<RecordBa
       fmt::format("{:.1f} MiB", MiB(store_bytes)), "", export_s,
       FormatRate(exported.bytes / export_s), exported.scan_seconds, exported.rows_scanned, apply_s,
       FormatRate(applied.bytes / apply_s), FormatRate(floor_bps));
+  Record(what + ": bundle KiB", exported.bytes / 1024.0);
+  Record(what + ": x zstd changed rows", static_cast<double>(exported.bytes) /
+                                             static_cast<double>(std::max<int64_t>(compressed, 1)));
+  Record(what + ": export s", export_s);
+  Record(what + ": apply s", apply_s);
   Expect(applied.rows == exported.rows && applied.deletions == exported.deletions,
          what + ": applied what was exported");
   STRATA_ASSIGN_OR_RETURN(replication::VerifyResult verify, replication::Verify(env.replica));
@@ -193,6 +220,8 @@ Status Run(const Config& config) {
       "  disk floor: sequential write + fdatasync {}, page cache {}; fdatasync p50 {:.0f} us\n",
       FormatRate(floor.sync_write_bps), FormatRate(floor.cached_write_bps),
       floor.fdatasync_4k_p50_us);
+  Record("floor: sequential write + fdatasync MB/s", floor.sync_write_bps / 1e6);
+  Record("floor: fdatasync p50 us", floor.fdatasync_4k_p50_us);
 
   // --- 1. Seed -----------------------------------------------------------------------------
   STRATA_ASSIGN_OR_RETURN(env.writer, OpenWriter(env.objects, env.source.prefix));
@@ -216,6 +245,12 @@ Status Run(const Config& config) {
                           replication::ApplyPublished(env.replica, *env.objects, "bundles/"));
   const double seed_apply_s = Seconds(start);
   const int64_t store_bytes = DirectoryBytes(env.dir + "/src", "_replication");
+  Record("seed: store MiB", MiB(store_bytes));
+  Record("seed: bundle MiB", MiB(seed.bytes));
+  Record("seed: full export s", seed_export_s);
+  Record("seed: full export MB/s", static_cast<double>(seed.bytes) / seed_export_s / 1e6);
+  Record("seed: apply s", seed_apply_s);
+  Record("seed: apply MB/s", static_cast<double>(seeded.bytes) / seed_apply_s / 1e6);
   fmt::print(
       "\n1. seed: store {} on disk; mark-base {:.2f} s ({} rows scanned)\n"
       "  full export {:.2f} s: {} rows in {} bundles, {} ({} of the store) -> {} "
@@ -274,21 +309,36 @@ Status Run(const Config& config) {
     Expect(idle.bundles.empty(), "a compaction adds nothing to the next export");
   }
 
-  // --- 3. Follow lag at 1,000 rows/s -----------------------------------------------------------
+  // --- 3. Follow lag at 1,000 puts/s ----------------------------------------------------------
   {
     std::atomic<bool> stop{false};
     std::atomic<int64_t> written{0};
+    std::string writer_error;
+    std::vector<double> flush_us;
+    std::vector<double> merge_us;
     std::thread writer([&] {
       std::mt19937_64 wrng(7);
       auto next = Clock::now();
       int64_t id = config.rows * 2;
-      while (!stop) {
-        // 10 rows every 10 ms, sealed at once (visible to readers, as an agent's put is).
-        RecordBatch rows = MakeRows(id, 10, 3, wrng);
-        id += 10;
-        if (!env.writer->Put({rows}).ok() || !env.writer->Flush().ok()) return;
-        written += 10;
-        next += std::chrono::milliseconds(10);
+      for (int64_t i = 1; !stop; ++i) {
+        // A 1-row durable put every 1 ms; every 100 puts a Flush (sealed: visible to every
+        // reader) and a MaybeMerge (a merge every 8 generations, as the typed stores' put
+        // paths do).
+        Status st = env.writer->Put({MakeRows(id++, 1, 3, wrng)});
+        if (st.ok() && i % 100 == 0) {
+          auto t = Clock::now();
+          st = env.writer->Flush().status();
+          flush_us.push_back(Seconds(t) * 1e6);
+          t = Clock::now();
+          if (st.ok()) st = env.writer->MaybeMerge().status();
+          merge_us.push_back(Seconds(t) * 1e6);
+        }
+        if (!st.ok()) {
+          writer_error = st.ToString();
+          return;
+        }
+        ++written;
+        next += std::chrono::milliseconds(1);
         std::this_thread::sleep_until(next);
       }
     });
@@ -298,11 +348,16 @@ Status Run(const Config& config) {
     std::vector<double> behind;
     std::vector<double> rounds;
     const auto follow_start = Clock::now();
+    Status round_error;
     while (Seconds(follow_start) < config.follow_seconds) {
       const auto round_start = Clock::now();
-      STRATA_ASSIGN_OR_RETURN(
-          replication::FollowReport r,
-          replication::FollowOnce(env.source, env.replica, *env.objects, "bundles/", follow));
+      Result<replication::FollowReport> round =
+          replication::FollowOnce(env.source, env.replica, *env.objects, "bundles/", follow);
+      if (!round.ok()) {
+        round_error = round.status();
+        break;
+      }
+      const replication::FollowReport& r = *round;
       lags.push_back(r.lag_seconds * 1e6);
       behind.push_back(static_cast<double>(r.rows_behind));
       rounds.push_back(r.seconds * 1e6);
@@ -310,18 +365,28 @@ Status Run(const Config& config) {
     }
     stop = true;
     writer.join();
+    STRATA_RETURN_IF_ERROR(round_error);
+    if (!writer_error.empty()) return Status::Internal("follow phase writer: " + writer_error);
     const double rate = static_cast<double>(written) / Seconds(follow_start);
+    const Latency flush = Summarize(flush_us);
+    const Latency merge = Summarize(merge_us);
     Latency lag = Summarize(lags);
     Latency round = Summarize(rounds);
     std::sort(behind.begin(), behind.end());
+    Record("follow: writer rows/s", rate);
+    Record("follow: round p50 s", round.p50_us / 1e6);
+    Record("follow: export-to-applied lag p50 s", lag.p50_us / 1e6);
+    Record("follow: export-to-applied lag max s", lag.max_us / 1e6);
     fmt::print(
-        "\n3. follow every 1 s while a writer puts {:.0f} rows/s (10-row sealed puts):\n"
+        "\n3. follow every 1 s while a writer puts {:.0f} rows/s (1-row durable puts, a Flush "
+        "every 100: p50 {:.1f} ms max {:.1f} ms, then MaybeMerge: p50 {:.1f} ms max {:.1f} ms):\n"
         "  {} rounds; round time p50 {:.3f} s max {:.3f} s; export-to-applied lag p50 {:.3f} s "
         "max {:.3f} s; rows behind per round p50 {:.0f} max {:.0f}\n"
         "  -> a reader of the replica sees the source as of at most interval + lag = {:.2f} s ago "
         "(p50)\n",
-        rate, rounds.size(), round.p50_us / 1e6, round.max_us / 1e6, lag.p50_us / 1e6,
-        lag.max_us / 1e6, behind[behind.size() / 2], behind.back(), 1.0 + lag.p50_us / 1e6);
+        rate, flush.p50_us / 1e3, flush.max_us / 1e3, merge.p50_us / 1e3, merge.max_us / 1e3,
+        rounds.size(), round.p50_us / 1e6, round.max_us / 1e6, lag.p50_us / 1e6, lag.max_us / 1e6,
+        behind[behind.size() / 2], behind.back(), 1.0 + lag.p50_us / 1e6);
   }
 
   // --- 4. Write path: off, marked, marked with a follower
@@ -375,11 +440,17 @@ Status Run(const Config& config) {
     Latency lat = Summarize(us);
     static const char* kModes[] = {"replication off", "marked (no export running)",
                                    "marked, follower every 1 s"};
+    Record(fmt::format("write path, {}: put p50 us", kModes[mode]), lat.p50_us);
+    Record(fmt::format("write path, {}: put p99 us", kModes[mode]), lat.p99_us);
+    Record(fmt::format("write path, {}: ingest rows/s", kModes[mode]),
+           static_cast<double>(config.ingest_rows) / ingest_s);
     fmt::print("  {:<28} put p50 {:.0f} us p99 {:.0f} us; ingest {:.2f} s = {:.0f} rows/s\n",
                kModes[mode], lat.p50_us, lat.p99_us, ingest_s,
                static_cast<double>(config.ingest_rows) / ingest_s);
   }
 
+  STRATA_RETURN_IF_ERROR(env.writer->Close());
+  env.writer.reset();
   std::error_code ec;
   std::filesystem::remove_all(env.dir, ec);
   return Status::OK();
@@ -399,20 +470,27 @@ int main(int argc, char** argv) {
       config.follow_seconds = 4;
       config.put_samples = 200;
       config.ingest_rows = 20'000;
+      config.runs = 1;
+    } else if (arg == "--runs" && i + 1 < argc) {
+      config.runs = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--dir" && i + 1 < argc) {
       config.parent_dir = argv[++i];
     } else if (arg == "--rows" && i + 1 < argc) {
       config.rows = std::atoll(argv[++i]);
     } else {
-      fmt::print(stderr, "usage: replication_bench [--dir DIR] [--rows N] [--quick]\n");
+      fmt::print(stderr, "usage: replication_bench [--dir DIR] [--rows N] [--runs N] [--quick]\n");
       return 2;
     }
   }
-  strata::Status status = strata::bench::Run(config);
-  if (!status.ok()) {
-    fmt::print(stderr, "replication_bench: {}\n", status.ToString());
-    return 1;
+  for (int run = 1; run <= config.runs; ++run) {
+    if (config.runs > 1) fmt::print("\n=== run {} of {} ===\n", run, config.runs);
+    strata::Status status = strata::bench::Run(config);
+    if (!status.ok()) {
+      fmt::print(stderr, "replication_bench: {}\n", status.ToString());
+      return 1;
+    }
   }
+  if (config.runs > 1) strata::bench::PrintMedians(config.runs);
   if (!strata::bench::g_problems.empty()) {
     fmt::print(stderr, "replication_bench: {} problems\n", strata::bench::g_problems.size());
     return 1;

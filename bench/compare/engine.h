@@ -88,6 +88,9 @@ class Engine {
 // Factories (each in its own file). `fsync` false gives strata's process-crash durability
 // (the level Lance runs at on a local filesystem).
 std::unique_ptr<Engine> MakeStrataEngine(bool fsync);
+// "strata" marked for replication, with a follower (export, publish, apply every second)
+// running during W1 and W2; it runs those two only.
+std::unique_ptr<Engine> MakeStrataReplicatedEngine();
 // strata through a GenericStore declared with the suite's schema: Arrow batches through
 // AddBatches for the writes, or with `json` JSON Lines through Add (its codec's parse timed
 // with the writes); its List / Get / GetMany for the reads (fdatasync per write, as "strata").

@@ -34,8 +34,10 @@ namespace fs = std::filesystem;
 
 constexpr const char* kMarker = ".strata-compare";  // in --dir: the suite owns it
 const std::vector<std::string> kAllEngines = {
-    "strata",  "strata-generic", "strata-generic-json", "strata-nosync", "sqlite",
-    "rocksdb", "lancedb",        "lancedb-lsm",         "duckdb"};
+    "strata",        "strata-generic",    "strata-generic-json",
+    "strata-nosync", "strata-replicated", "sqlite",
+    "rocksdb",       "lancedb",           "lancedb-lsm",
+    "duckdb"};
 
 struct Options {
   bool quick = false;
@@ -263,6 +265,7 @@ std::unique_ptr<Engine> MakeEngine(const std::string& label, const Options& o,
                                    const std::string& data_dir) {
   if (label == "strata") return MakeStrataEngine(true);
   if (label == "strata-nosync") return MakeStrataEngine(false);
+  if (label == "strata-replicated") return MakeStrataReplicatedEngine();
   if (label == "strata-generic") return MakeStrataGenericEngine(/*json=*/false);
   if (label == "strata-generic-json") return MakeStrataGenericEngine(/*json=*/true);
   if (label == "sqlite") return MakeSqliteEngine();
@@ -445,6 +448,11 @@ int Run(const Options& o) {
       column.scope =
           "runs W1 and W2 only: strata with process-crash durability (no fsync), the level "
           "Lance runs at on a local filesystem";
+    }
+    if (label == "strata-replicated") {
+      column.scope =
+          "runs W1 and W2 only: strata marked for replication with a follower exporting, "
+          "publishing and applying every second beside the writes";
     }
     if (st.ok()) {
       Progress("open {}: ok in {:.1f} s ({})", label, Seconds(start), column.version);

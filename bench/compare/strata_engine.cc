@@ -2,7 +2,9 @@
 // with the bench schema on a local-directory object store, driven as a bulk-ingest user
 // would (large memtables, no merges during ingest, merge + compaction in W7); and the same
 // through a GenericStore declared with the suite's schema ("strata-generic"), whose writes
-// are JSON rows through its codec and whose reads are its List / Get / GetMany.
+// are JSON rows through its codec and whose reads are its List / Get / GetMany; and the
+// plain store marked for replication with a follower running beside the writes
+// ("strata-replicated"), for the write path's cost of replication in the same run.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -10,9 +12,11 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -26,6 +30,7 @@
 #include "strata/generic_store.h"
 #include "strata/object_store.h"
 #include "strata/record_batch.h"
+#include "strata/replication.h"
 #include "strata/storage_base.h"
 #include "strata/table.h"
 #include "strata/type.h"
@@ -41,6 +46,77 @@ constexpr const char* kRowsPrefix = "rows/";
 constexpr int kMaxCompactions = 8;
 constexpr const char* kNoSyncReason =
     "same store as strata; run only for the durability comparison";
+constexpr const char* kReplicatedReason =
+    "same store as strata; run only for the write path's cost of replication";
+constexpr auto kFollowInterval = std::chrono::seconds(1);
+
+// A follower of the store at `prefix`: marks it for replication (replication::MarkBase),
+// then every kFollowInterval exports what changed, publishes it under `bundles-<prefix>`
+// and applies it to the replica at `replica-<prefix>` (replication::FollowOnce), until
+// Stop. Lives in the engine's object store, so it competes for the same disk and cores.
+class Follower {
+ public:
+  static Result<std::unique_ptr<Follower>> Start(std::shared_ptr<ObjectStore> objects,
+                                                 const std::string& prefix) {
+    replication::StoreLocation source{objects, prefix};
+    STRATA_RETURN_IF_ERROR(replication::MarkBase(source, "compare").status());
+    return std::unique_ptr<Follower>(new Follower(std::move(objects), prefix));
+  }
+  ~Follower() { Stop().IgnoreError(); }  // Stop's outcome was taken already, or is moot
+
+  // Ends the round under way and returns the first round's error, if any.
+  Status Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    return error_;
+  }
+  // "N rounds, lag p50 X s max Y s" over the rounds that ran.
+  std::string Summary() const {
+    std::vector<double> lags = lags_;
+    std::sort(lags.begin(), lags.end());
+    if (lags.empty()) return "follower: no round finished";
+    return fmt::format(
+        "follower: {} rounds every {} s, export-to-applied lag p50 {:.2f} s max "
+        "{:.2f} s",
+        lags.size(), kFollowInterval.count(), lags[lags.size() / 2], lags.back());
+  }
+
+ private:
+  Follower(std::shared_ptr<ObjectStore> objects, const std::string& prefix)
+      : source_{objects, prefix}, replica_{objects, "replica-" + prefix} {
+    thread_ = std::thread([this, prefix] {
+      replication::FollowOptions options;
+      options.consumer = "compare";
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!stop_) {
+        const auto next = std::chrono::steady_clock::now() + kFollowInterval;
+        lock.unlock();
+        Result<replication::FollowReport> round = replication::FollowOnce(
+            source_, replica_, *source_.store, "bundles-" + prefix, options);
+        lock.lock();
+        if (!round.ok()) {
+          error_ = round.status().WithContext("replication follower");
+          return;
+        }
+        lags_.push_back(round->lag_seconds);
+        wake_.wait_until(lock, next, [this] { return stop_; });
+      }
+    });
+  }
+
+  const replication::StoreLocation source_;
+  const replication::StoreLocation replica_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  Status error_;
+  std::vector<double> lags_;
+  std::thread thread_;
+};
 
 SchemaPtr BenchSchema() {
   return schema({field("id", utf8(), false), field("rollout_id", utf8()),
@@ -138,11 +214,17 @@ class StrataEngine final : public Engine {
  public:
   // `generic`: through a GenericStore; `json`: its writes as JSON Lines through Add rather
   // than Arrow batches through AddBatches.
-  StrataEngine(bool fsync, bool generic, bool json)
-      : fsync_(fsync), generic_mode_(generic), json_(generic && json), schema_(BenchSchema()) {}
+  // `replicated`: marked for replication, with a Follower during W1 and W2.
+  StrataEngine(bool fsync, bool generic, bool json, bool replicated = false)
+      : fsync_(fsync),
+        generic_mode_(generic),
+        json_(generic && json),
+        replicated_(replicated && !generic),
+        schema_(BenchSchema()) {}
 
   std::string name() const override {
     if (generic_mode_) return json_ ? "strata-generic-json" : "strata-generic";
+    if (replicated_) return "strata-replicated";
     return fsync_ ? "strata" : "strata-nosync";
   }
 
@@ -163,6 +245,13 @@ class StrataEngine final : public Engine {
                                                      "GenericStore::AddBatches") +
                                  ", W3 List, W4 Get, W5 and W6 GetMany; over a "
                            : std::string()) +
+           (replicated_ ? std::string("strata's store marked for replication "
+                                      "(replication::MarkBase) with a follower running during "
+                                      "W1 and W2: replication::FollowOnce every 1 s exports what "
+                                      "changed, publishes it to the same local object store and "
+                                      "applies it to a replica there (one thread, the same disk); "
+                                      "over a ")
+                        : std::string()) +
            fmt::format(
                "StorageBase on a local object store (LocalObjectStoreOptions.sync={}, "
                "mmap_threshold={}); "
@@ -200,7 +289,11 @@ class StrataEngine final : public Engine {
                               OpenLocalObjectStore(dir, LocalObjectStoreOptions{.sync = fsync_}));
       STRATA_RETURN_IF_ERROR(OpenRows(/*existing=*/false));
       // Claim the shard now so W1 times puts, not the writer's open.
-      return base()->OpenWriter();
+      STRATA_RETURN_IF_ERROR(base()->OpenWriter());
+      if (replicated_) {
+        STRATA_ASSIGN_OR_RETURN(follower_, Follower::Start(objects_, kRowsPrefix));
+      }
+      return Status::OK();
     });
   }
 
@@ -232,12 +325,18 @@ class StrataEngine final : public Engine {
       r.rows = static_cast<int64_t>(data.rows.size());
       r.bytes = data.LogicalBytes();
       STRATA_ASSIGN_OR_RETURN(int64_t pending, base()->PendingGenerations());
+      std::string follower;
+      if (follower_ != nullptr) {
+        STRATA_RETURN_IF_ERROR(follower_->Stop());
+        follower = "; " + follower_->Summary();
+        follower_.reset();
+      }
       const double put_seconds = r.seconds - flush_seconds;
       const int64_t json_bytes = TotalSize(json);
       r.note = fmt::format(
           "{} {} of {} rows ({:.2f} s: {:.1f}k rows/s durable in the WAL) + a final Flush "
           "(seal + publish, {:.2f} s) so every reader sees every row; timed together; {} "
-          "generations pending after",
+          "generations pending after{}",
           r.ops,
           json_ ? fmt::format("Adds of JSON Lines ({:.1f} MiB of JSON, {:.1f} MiB/s through "
                               "the codec and the WAL)",
@@ -245,7 +344,8 @@ class StrataEngine final : public Engine {
                               json_bytes / 1048576.0 / std::max(put_seconds, 1e-9))
                 : std::string(generic_ ? "AddBatches" : "Puts"),
           data.sizes.batch_rows, put_seconds,
-          static_cast<double>(r.rows) / std::max(put_seconds, 1e-9) / 1e3, flush_seconds, pending);
+          static_cast<double>(r.rows) / std::max(put_seconds, 1e-9) / 1e3, flush_seconds, pending,
+          follower);
       return r;
     });
   }
@@ -284,6 +384,10 @@ class StrataEngine final : public Engine {
       }
       StorageBase& puts_base = g != nullptr ? g->base() : *s;
       STRATA_RETURN_IF_ERROR(puts_base.OpenWriter());
+      std::unique_ptr<Follower> follower;
+      if (replicated_) {
+        STRATA_ASSIGN_OR_RETURN(follower, Follower::Start(objects_, prefix));
+      }
 
       std::vector<std::vector<double>> us(static_cast<size_t>(writers));
       std::vector<Status> errors(static_cast<size_t>(writers));
@@ -291,6 +395,7 @@ class StrataEngine final : public Engine {
       const auto start = Clock::now();
       {
         std::vector<std::jthread> pool;
+        pool.reserve(static_cast<size_t>(writers));
         for (int w = 0; w < writers; ++w) {
           pool.emplace_back([&, w] {
             const size_t wi = static_cast<size_t>(w);
@@ -315,6 +420,7 @@ class StrataEngine final : public Engine {
       StepResult r;
       r.seconds = Seconds(start);
       for (const Status& st : errors) STRATA_RETURN_IF_ERROR(st);
+      if (follower != nullptr) STRATA_RETURN_IF_ERROR(follower->Stop());
       for (auto& v : us) r.latencies_us.insert(r.latencies_us.end(), v.begin(), v.end());
       r.ops = static_cast<int64_t>(r.latencies_us.size());
       r.rows = r.ops;
@@ -327,16 +433,16 @@ class StrataEngine final : public Engine {
       STRATA_RETURN_IF_ERROR(g != nullptr ? g->Close() : s->Close());
       r.note = fmt::format(
           "{} of 1 row per call, {} thread(s) on one handle (concurrent puts "
-          "share WAL syncs); own store at prefix puts-{}w/",
+          "share WAL syncs); own store at prefix puts-{}w/{}",
           generic_mode_ ? (json_ ? "GenericStore::Add (JSON)" : "GenericStore::AddBatches")
                         : "StorageBase::Put",
-          writers, writers);
+          writers, writers, follower != nullptr ? "; " + follower->Summary() : std::string());
       return r;
     });
   }
 
   Result<StepResult> Scan(const Dataset& data) override {
-    if (!fsync_) return StepResult::Unsupported(kNoSyncReason);
+    if (const char* reason = WritesOnly()) return StepResult::Unsupported(reason);
     return Guard("scan", [&]() -> Result<StepResult> {
       STRATA_RETURN_IF_ERROR(CheckOpen());
       store::ScanRequest request;
@@ -385,7 +491,7 @@ class StrataEngine final : public Engine {
   }
 
   Result<StepResult> Lookup(const Dataset& data) override {
-    if (!fsync_) return StepResult::Unsupported(kNoSyncReason);
+    if (const char* reason = WritesOnly()) return StepResult::Unsupported(reason);
     return Guard("lookup", [&]() -> Result<StepResult> {
       STRATA_RETURN_IF_ERROR(CheckOpen());
       const std::vector<std::string>& ids = data.lookup_ids;
@@ -427,7 +533,7 @@ class StrataEngine final : public Engine {
   }
 
   Result<StepResult> GetMany(const Dataset& data) override {
-    if (!fsync_) return StepResult::Unsupported(kNoSyncReason);
+    if (const char* reason = WritesOnly()) return StepResult::Unsupported(reason);
     return Guard("get_many", [&]() -> Result<StepResult> {
       STRATA_RETURN_IF_ERROR(CheckOpen());
       const std::vector<std::string> columns = {"id", "sequence_order"};
@@ -475,7 +581,7 @@ class StrataEngine final : public Engine {
   }
 
   Result<StepResult> Overwrite(const Dataset& data) override {
-    if (!fsync_) return StepResult::Unsupported(kNoSyncReason);
+    if (const char* reason = WritesOnly()) return StepResult::Unsupported(reason);
     return Guard("overwrite", [&]() -> Result<StepResult> {
       STRATA_RETURN_IF_ERROR(CheckOpen());
       const std::vector<BenchRow>& rows = data.overwrite_rows;
@@ -539,7 +645,7 @@ class StrataEngine final : public Engine {
   }
 
   Result<StepResult> Compact() override {
-    if (!fsync_) return StepResult::Unsupported(kNoSyncReason);
+    if (const char* reason = WritesOnly()) return StepResult::Unsupported(reason);
     return Guard("compact", [&]() -> Result<StepResult> {
       STRATA_RETURN_IF_ERROR(CheckOpen());
       StepResult r;
@@ -618,13 +724,16 @@ class StrataEngine final : public Engine {
 
   Result<StepResult> VectorSearch(const Dataset& data) override {
     (void)data;
-    if (!fsync_) return StepResult::Unsupported(kNoSyncReason);
+    if (const char* reason = WritesOnly()) return StepResult::Unsupported(reason);
     return StepResult::Unsupported("vector search arrives with strata's context store");
   }
 
   Status Close() override {
     return Guard("close", [&]() -> Status {
-      Status st = base() != nullptr ? base()->Close() : Status::OK();
+      Status st = follower_ != nullptr ? follower_->Stop() : Status::OK();
+      follower_.reset();
+      Status closed = base() != nullptr ? base()->Close() : Status::OK();
+      if (st.ok()) st = closed;
       store_.reset();
       generic_.reset();
       objects_.reset();
@@ -697,9 +806,18 @@ class StrataEngine final : public Engine {
     return o;
   }
 
+  // Why a read workload does not run on this engine (it runs W1 and W2 only), or nullptr.
+  const char* WritesOnly() const {
+    if (!fsync_) return kNoSyncReason;
+    if (replicated_) return kReplicatedReason;
+    return nullptr;
+  }
+
   const bool fsync_;
   const bool generic_mode_;
   const bool json_;
+  const bool replicated_;
+  std::unique_ptr<Follower> follower_;  // strata-replicated, during W1
   const SchemaPtr schema_;
   std::shared_ptr<ObjectStore> objects_;
   std::unique_ptr<StorageBase> store_;     // strata, strata-nosync
@@ -711,6 +829,11 @@ class StrataEngine final : public Engine {
 
 std::unique_ptr<Engine> MakeStrataEngine(bool fsync) {
   return std::make_unique<StrataEngine>(fsync, /*generic=*/false, /*json=*/false);
+}
+
+std::unique_ptr<Engine> MakeStrataReplicatedEngine() {
+  return std::make_unique<StrataEngine>(/*fsync=*/true, /*generic=*/false, /*json=*/false,
+                                        /*replicated=*/true);
 }
 
 std::unique_ptr<Engine> MakeStrataGenericEngine(bool json) {
