@@ -143,6 +143,17 @@ int64_t DirectoryBytes(const std::filesystem::path& dir, const std::string& skip
   return total;
 }
 
+// Stops and joins `thread` when the scope ends, on every path: a joinable std::thread's
+// destructor (an early error return) would terminate the process.
+struct StopAndJoin {
+  std::atomic<bool>& stop;
+  std::thread& thread;
+  ~StopAndJoin() {
+    stop = true;
+    if (thread.joinable()) thread.join();
+  }
+};
+
 struct Env {
   std::string dir;
   std::shared_ptr<ObjectStore> objects;
@@ -402,6 +413,7 @@ Status Run(const Config& config) {
     if (mode > 0) STRATA_RETURN_IF_ERROR(replication::MarkBase(loc, "w").status());
     std::atomic<bool> stop{false};
     std::thread follower;
+    const StopAndJoin follower_guard{stop, follower};
     if (mode == 2) {
       follower = std::thread([&] {
         replication::FollowOptions follow;

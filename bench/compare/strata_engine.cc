@@ -64,7 +64,8 @@ class Follower {
   }
   ~Follower() { Stop().IgnoreError(); }  // Stop's outcome was taken already, or is moot
 
-  // Ends the round under way and returns the first round's error, if any.
+  // Waits for the round under way to finish (a round after a large seal can take seconds),
+  // stops, and returns the round's error, if one failed.
   Status Stop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -75,8 +76,12 @@ class Follower {
     return error_;
   }
   // "N rounds, lag p50 X s max Y s" over the rounds that ran.
-  std::string Summary() const {
-    std::vector<double> lags = lags_;
+  std::string Summary() {
+    std::vector<double> lags;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      lags = lags_;
+    }
     std::sort(lags.begin(), lags.end());
     if (lags.empty()) return "follower: no round finished";
     return fmt::format(
@@ -95,8 +100,13 @@ class Follower {
       while (!stop_) {
         const auto next = std::chrono::steady_clock::now() + kFollowInterval;
         lock.unlock();
-        Result<replication::FollowReport> round = replication::FollowOnce(
-            source_, replica_, *source_.store, "bundles-" + prefix, options);
+        Result<replication::FollowReport> round = Status::Internal("no round ran");
+        try {
+          round = replication::FollowOnce(source_, replica_, *source_.store, "bundles-" + prefix,
+                                          options);
+        } catch (const std::exception& e) {  // not past the thread: std::terminate
+          round = Status::Internal(fmt::format("follow round threw: {}", e.what()));
+        }
         lock.lock();
         if (!round.ok()) {
           error_ = round.status().WithContext("replication follower");
@@ -327,9 +337,10 @@ class StrataEngine final : public Engine {
       STRATA_ASSIGN_OR_RETURN(int64_t pending, base()->PendingGenerations());
       std::string follower;
       if (follower_ != nullptr) {
-        STRATA_RETURN_IF_ERROR(follower_->Stop());
+        const Status stopped = follower_->Stop();
         follower = "; " + follower_->Summary();
-        follower_.reset();
+        follower_.reset();  // its error is W1's, not Close's too
+        STRATA_RETURN_IF_ERROR(stopped);
       }
       const double put_seconds = r.seconds - flush_seconds;
       const int64_t json_bytes = TotalSize(json);

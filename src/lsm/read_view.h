@@ -15,8 +15,10 @@
 // rows from a generation the view holds as pending into a base version the view does not
 // read (the rows show once, from the generation), and can only make the read fail with
 // NotFound when the generation's files are deleted (generation_delete_delay later) — then
-// the read runs again on a fresh view. So a long read (an export, a full scan) finishes
-// while merges keep committing, and a result from an inconsistent view is never returned.
+// the read runs again on a fresh view (as when a sweep of generations another handle
+// drained, or a cleanup of old base versions, removes files sooner). So a long read (an
+// export, a full scan) finishes while merges keep committing, and a result from an
+// inconsistent view is never returned.
 #pragma once
 
 #include <cstdint>
@@ -63,7 +65,7 @@ struct ReadView {
   LsmView view;
   uint64_t base_version = 0;
   Watermarks watermarks;
-  bool pinned = false;  // a checked-out base version: no generations, no memtables
+  bool pinned = false;  // the caller's Checkout of a version: no generations, no memtables
 };
 
 // Totals over every shard's latest manifest.
@@ -96,8 +98,8 @@ class ReadViewSource {
   // do not matter to a view).
   Result<bool> StillConsistent(const ReadView& view) const;
 
-  // Runs `read` on a fresh view until it succeeds on a view that is still consistent
-  // afterwards (see the top of this file).
+  // Builds views until one is consistent, then runs `read` on it; a read that fails with
+  // NotFound (files deleted under it) runs again on a fresh view (see the top of this file).
   template <typename T>
   Result<T> Read(ReadScope scope, const std::shared_ptr<table::Table>& pinned,
                  const MemTableSource& memtables,
@@ -115,7 +117,10 @@ class ReadViewSource {
       if (scope != ReadScope::kBase) {
         Result<bool> consistent = StillConsistent(*view);
         if (!consistent.ok()) return consistent.status();
-        if (!*consistent) continue;
+        if (!*consistent) {
+          last = Status::OK();  // a merge, not a missing file: Busy if the attempts run out
+          continue;
+        }
       }
       Result<T> result = read(view->view);
       if (!result.ok()) {
