@@ -1,12 +1,23 @@
-// ContextStore's record model: agent memory — text, binary and embedding records with a
-// lifecycle, supersession and tombstones — as lance-context defines it
+// ContextStore: agent memory — text, binary and embedding records with a lifecycle,
+// supersession and tombstones — on a StorageBase, as lance-context defines it
 // (shared/reference/lance-context.md §3.2): the schema and its optional column groups, the
-// record, the distance metrics, the visibility predicate and the record filters. The store
-// itself (writes, reads, search over a StorageBase) builds on these.
+// record, the distance metrics, the visibility predicate, the record filters, and the store's
+// writes (add, delete, upsert, update) and reads (list, get, related, blobs).
+//
+// Visibility: a record shows when it is not a tombstone, not expired, not hidden by its
+// lifecycle (VisibleByLifecycle) and — for list, related and the by-id / by-external-id
+// reads — no other row's supersedes_id names it. The key is `id` and the newest row of an id
+// wins, so a delete's tombstone row hides the record and frees its id and external id.
+//
+// Thread safety: as StorageBase. Writes on one handle are serialised (validation and write
+// happen under one lock, so two adds of the same id on one handle cannot both pass); two
+// handles with the same shard_id fence each other. Reads are consistent StorageBase reads;
+// a read that combines several (get_by_external_id, upserts) is not one snapshot.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -14,8 +25,11 @@
 #include <vector>
 
 #include "strata/generic_store.h"  // kBlobColumnMetadata, as generic stores mark blobs
+#include "strata/object_store.h"
 #include "strata/record_batch.h"
 #include "strata/status.h"
+#include "strata/storage_base.h"
+#include "strata/table.h"
 #include "strata/type.h"
 
 namespace strata::store {
@@ -176,6 +190,167 @@ struct RecordFilters {
   // key; Equals is JSON equality; Contains is an array holding an equal element or a string
   // holding the substring; otherwise no match.
   bool Matches(const ContextRecord& record) const;
+};
+
+struct ContextStoreOptions {
+  // Every StorageBase knob except schema, key_column, store_kind and seal_on_put (the store
+  // sets them); an empty shard_id is "default".
+  StorageBaseOptions base;
+  // nullopt: 1536 for a new store, the persisted one otherwise; a value must match it.
+  std::optional<int32_t> embedding_dim;
+  // Empty: none for a new store, the persisted set otherwise; non-empty must equal it.
+  std::set<std::string> blob_columns;
+  // nullopt: l2 for a new store, the persisted one otherwise; a value must match it.
+  std::optional<DistanceMetric> distance_metric;
+  // Adds are sealed at once (visible to every reader on return); false defers to Flush.
+  bool seal_on_add = true;
+};
+
+struct UpsertResult {
+  ContextRecord record;
+  bool inserted = false;
+  std::optional<std::string> replaced_id;
+  uint64_t version = 0;
+};
+
+// The fields an update may change (content may not); at least one must be set.
+struct ContextPatch {
+  std::optional<std::string> bot_id;
+  std::optional<std::string> session_id;
+  std::optional<std::string> tenant;
+  std::optional<std::string> source;
+  std::optional<ContextStateMetadata> state_metadata;
+  std::optional<std::string> metadata;
+  std::optional<std::vector<ContextRelationship>> relationships;
+  std::optional<int64_t> expires_at_micros;
+  std::optional<std::string> retention_policy;
+  std::optional<std::string> lifecycle_status;
+  std::optional<int64_t> retired_at_micros;
+  std::optional<std::string> retired_reason;
+  std::optional<std::vector<float>> embedding;
+  std::optional<std::string> payload_uri;
+  std::optional<int64_t> payload_size;
+  std::optional<std::string> payload_checksum;
+
+  bool empty() const;
+};
+
+struct UpdateResult {
+  ContextRecord record;
+  std::string replaced_id;
+  uint64_t version = 0;
+};
+
+// Which payload columns a list returns (configured blob columns are left out by default).
+struct ReadProjection {
+  bool text = true;
+  bool binary = true;
+  bool embedding = true;
+};
+
+class ContextStore {
+ public:
+  ~ContextStore();
+  // Creates the store when missing (create_if_missing) with every column group. On an
+  // existing store, requested options must match the persisted ones (the reference's
+  // messages); a store of another kind is InvalidArgument.
+  static Result<std::unique_ptr<ContextStore>> Open(std::shared_ptr<ObjectStore> store,
+                                                    std::string prefix,
+                                                    ContextStoreOptions options = {},
+                                                    bool create_if_missing = true);
+
+  // --- Writes (InvalidArgument, nothing written, for bad input) ---------------------
+  // Validates every record (non-empty id; the tombstone content type is reserved; no id or
+  // external_id twice in the batch or already in the store — superseded, retired and
+  // expired rows keep theirs, a tombstoned key is free), fills an empty run_id (one UUIDv4
+  // per call) and a zero created_at (now), and writes them in one put. Returns the base
+  // version.
+  Result<uint64_t> Add(std::vector<ContextRecord> records);
+  // Writes a tombstone for the visible record; false when there is none.
+  Result<bool> DeleteById(std::string_view id);
+  Result<bool> DeleteByExternalId(std::string_view external_id);
+  // Inserts, or supersedes the one visible record with the same external_id (its
+  // supersedes_id names the old one, which rule 4 then hides); more than one visible is an
+  // error. An empty id gets a UUIDv4.
+  Result<UpsertResult> UpsertByExternalId(ContextRecord record);
+  // All or nothing, one write; results in input order.
+  Result<std::vector<UpsertResult>> UpsertManyByExternalId(std::vector<ContextRecord> records);
+  // A new record (new UUIDv4 id and run_id, created_at now, supersedes_id = the old id) with
+  // the patch applied; nullopt when no record is visible.
+  Result<std::optional<UpdateResult>> UpdateById(std::string_view id, const ContextPatch& patch);
+  Result<std::optional<UpdateResult>> UpdateByExternalId(std::string_view external_id,
+                                                         const ContextPatch& patch);
+
+  // --- Reads -------------------------------------------------------------------------
+  // Visible records matching `filters`, ordered by (created_at, id), then offset / limit.
+  Result<std::vector<ContextRecord>> List(std::optional<int64_t> limit = std::nullopt,
+                                          int64_t offset = 0) const;
+  Result<std::vector<ContextRecord>> ListFiltered(
+      const RecordFilters& filters, std::optional<int64_t> limit, int64_t offset,
+      const LifecycleQueryOptions& lifecycle = {},
+      std::optional<ReadProjection> projection = std::nullopt) const;
+  // The base table's row of `id` (no pending rows, no visibility: the reference's legacy
+  // point read).
+  Result<std::optional<ContextRecord>> Get(std::string_view id) const;
+  // The visible record; for an external id the smallest (created_at, id), and more than one
+  // visible is an error.
+  Result<std::optional<ContextRecord>> GetById(std::string_view id) const;
+  Result<std::optional<ContextRecord>> GetByExternalId(std::string_view external_id) const;
+  // Visible records with a relationship to `target_id` (and `relation`, if given).
+  Result<std::vector<ContextRecord>> ListRelated(std::string_view target_id,
+                                                 std::optional<std::string> relation = {},
+                                                 std::optional<int64_t> limit = {}) const;
+  // The binary_payload of the newest row of `id`, if any.
+  Result<std::optional<std::string>> GetBlob(std::string_view id) const;
+
+  int32_t embedding_dim() const { return embedding_dim_; }
+  DistanceMetric distance_metric() const { return metric_; }
+  const std::set<std::string>& blob_columns() const { return blob_columns_; }
+  uint64_t version() const { return base_->version(); }
+  Result<FlushOutcome> Flush() { return base_->Flush(); }
+  Status Close() { return base_->Close(); }
+  // Pins reads to base version `version`; writes fail until RefreshLatest.
+  Status Checkout(uint64_t version) { return base_->Checkout(version); }
+  Status RefreshLatest() { return base_->RefreshLatest(); }
+  StorageBase& base() { return *base_; }
+  const StorageBase& base() const { return *base_; }
+
+ private:
+  ContextStore(std::unique_ptr<StorageBase> base, int32_t dim, DistanceMetric metric,
+               std::set<std::string> blob_columns, Clock* clock, RandomSource* random);
+  int64_t Now() const;
+  std::string NewId() const;
+  // Every row of the view (newest per id, tombstones included) in `columns` (empty: all).
+  Result<std::vector<ContextRecord>> ScanRecords(const std::string& filter,
+                                                 const std::vector<std::string>& columns,
+                                                 ListSource source = ListSource::kAll) const;
+  // Of `values` of `column`, those some non-tombstone row holds, in input order.
+  Result<std::vector<std::string>> ExistingKeys(std::string_view column,
+                                                const std::vector<std::string>& values) const;
+  // Ids some row (other than themselves) supersedes, among `ids`.
+  Result<std::set<std::string>> SupersededAmong(const std::vector<std::string>& ids) const;
+  // Visible (rules 1-4) rows whose `column` equals `value`, by (created_at, id), read in
+  // `columns` (empty: all; they must include what visibility needs).
+  Result<std::vector<ContextRecord>> VisibleBy(std::string_view column, std::string_view value,
+                                               const std::vector<std::string>& columns) const;
+  Result<std::optional<ContextRecord>> VisibleRecord(std::string_view column,
+                                                     std::string_view value, bool require_unique,
+                                                     const std::vector<std::string>& columns) const;
+  Status ValidateNew(const std::vector<ContextRecord>& records, bool check_external_ids) const;
+  Result<uint64_t> Write(const std::vector<ContextRecord>& records);
+  Result<bool> Delete(const std::optional<ContextRecord>& visible);
+  Result<std::optional<UpdateResult>> Update(std::optional<ContextRecord> visible,
+                                             const ContextPatch& patch);
+  std::vector<std::string> DefaultColumns(const std::optional<ReadProjection>& p) const;
+
+  std::unique_ptr<StorageBase> base_;
+  const int32_t embedding_dim_;
+  const DistanceMetric metric_;
+  const std::set<std::string> blob_columns_;
+  Clock* const clock_;
+  RandomSource* const random_;
+  struct WriteLock;  // validation + write of one call at a time on this handle
+  std::unique_ptr<WriteLock> write_lock_;
 };
 
 }  // namespace strata::store
