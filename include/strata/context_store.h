@@ -241,6 +241,43 @@ struct UpdateResult {
   uint64_t version = 0;
 };
 
+// --- Search and retrieval -------------------------------------------------------------
+
+inline constexpr int64_t kDefaultSearchLimit = 10;
+// Reciprocal-rank fusion: a channel's rank r (1-based) adds 1 / (kRrfK + r).
+inline constexpr int kRrfK = 60;
+
+struct SearchResult {
+  ContextRecord record;
+  double distance = 0;
+};
+
+// How retrieve scores the text channel: BM25 (k1 = 1.2, b = 0.75) over the candidate records'
+// text_payload tokens, or lance-context's token overlap (matched distinct query tokens /
+// distinct query tokens).
+enum class TextScoring { kBm25, kOverlap };
+
+struct RetrieveOptions {
+  std::optional<std::string> text;
+  std::optional<std::vector<float>> vector;
+  std::optional<int64_t> limit;  // default kDefaultSearchLimit
+  RecordFilters filters;
+  LifecycleQueryOptions lifecycle;
+  TextScoring text_scoring = TextScoring::kBm25;
+};
+
+struct RetrieveResult {
+  ContextRecord record;
+  double score = 0;  // the fused RRF score
+  std::optional<double> vector_distance;
+  std::optional<double> text_score;
+  std::vector<std::string> matched_channels;  // "vector" and / or "text"
+};
+
+// The tokens of `text`: maximal runs of Unicode letters and numbers (categories L* and N*),
+// lowercased, in order, repeats kept.
+std::vector<std::string> TextTokens(std::string_view text);
+
 // Which payload columns a list returns (configured blob columns are left out by default).
 struct ReadProjection {
   bool text = true;
@@ -303,6 +340,22 @@ class ContextStore {
   // The binary_payload of the newest row of `id`, if any.
   Result<std::optional<std::string>> GetBlob(std::string_view id) const;
 
+  // The `limit` (default 10; 0: none) visible records matching `filters` nearest to `query`
+  // by the store's metric, ascending, ties by id; records without an embedding are skipped.
+  // Exact (every candidate is scored). InvalidArgument "query length N does not match
+  // embedding dimension D".
+  Result<std::vector<SearchResult>> Search(const std::vector<float>& query,
+                                           std::optional<int64_t> limit = std::nullopt,
+                                           const RecordFilters& filters = {},
+                                           const LifecycleQueryOptions& lifecycle = {}) const;
+  // Hybrid retrieval over the visible records matching the filters: a vector channel (every
+  // record with an embedding, by distance, ties by id) and a text channel (records whose
+  // text_payload shares a token with the query, by text score descending, ties by id) fused
+  // by reciprocal rank; ordered by score desc, then vector_distance asc (present first), then
+  // text_score desc (present first), then id. "retrieve requires text or vector" without
+  // either; a query without tokens has no text channel.
+  Result<std::vector<RetrieveResult>> Retrieve(const RetrieveOptions& options) const;
+
   int32_t embedding_dim() const { return embedding_dim_; }
   DistanceMetric distance_metric() const { return metric_; }
   const std::set<std::string>& blob_columns() const { return blob_columns_; }
@@ -342,6 +395,7 @@ class ContextStore {
   Result<std::optional<UpdateResult>> Update(std::optional<ContextRecord> visible,
                                              const ContextPatch& patch);
   std::vector<std::string> DefaultColumns(const std::optional<ReadProjection>& p) const;
+  Status CheckQuery(const std::vector<float>& query) const;
 
   std::unique_ptr<StorageBase> base_;
   const int32_t embedding_dim_;

@@ -1,0 +1,327 @@
+// ContextStore search and retrieve (include/strata/context_store.h): exact nearest records by
+// each metric, the text channel's two scorings and reciprocal-rank fusion, each against an
+// independent computation in this file.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+
+#include "store/store_test_util.h"
+#include "strata/context_store.h"
+#include "util/clock.h"
+
+namespace strata::store {
+namespace {
+
+constexpr int64_t kT0 = 1'700'000'000'000'000;
+
+class ContextSearchTest : public testing::StoreFixture {
+ protected:
+  Result<std::unique_ptr<ContextStore>> Open(int32_t dim, DistanceMetric metric) {
+    ContextStoreOptions options;
+    options.embedding_dim = dim;
+    options.distance_metric = metric;
+    options.base.shard_id = "solo";
+    options.base.clock = &clock_;
+    return ContextStore::Open(store_, fmt::format("{}-{}/", DistanceMetricName(metric), dim),
+                              std::move(options));
+  }
+
+  static ContextRecord Rec(std::string id, std::optional<std::vector<float>> embedding,
+                           std::optional<std::string> text = {}) {
+    ContextRecord r;
+    r.id = std::move(id);
+    r.run_id = "run";
+    r.created_at_micros = kT0;
+    r.embedding = std::move(embedding);
+    r.text_payload = std::move(text);
+    return r;
+  }
+
+  ManualClock clock_{kT0 + 1'000'000};
+};
+
+// Independent distances, in float then double as written in the reference.
+double Expected(DistanceMetric metric, const std::vector<float>& a, const std::vector<float>& b) {
+  double dot = 0;
+  double na = 0;
+  double nb = 0;
+  double sq = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    dot += double{a[i]} * double{b[i]};
+    na += double{a[i]} * double{a[i]};
+    nb += double{b[i]} * double{b[i]};
+    sq += (double{a[i]} - double{b[i]}) * (double{a[i]} - double{b[i]});
+  }
+  if (metric == DistanceMetric::kL2) return std::sqrt(sq);
+  if (metric == DistanceMetric::kDot) return -dot;
+  return na == 0 || nb == 0 ? 1.0 : 1.0 - dot / std::sqrt(na * nb);
+}
+
+TEST(ContextTextTokensTest, RunsOfLettersAndNumbersLowercased) {
+  EXPECT_EQ(TextTokens("Hello, World! hello 42x"),
+            (std::vector<std::string>{"hello", "world", "hello", "42x"}));
+  EXPECT_EQ(TextTokens("Café—ÜBER_straße ½"),
+            (std::vector<std::string>{"café", "über", "straße", "½"}));
+  EXPECT_EQ(TextTokens(std::string("a\xff"
+                                   "b",
+                                   3)),
+            (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(TextTokens(" ,.;").empty());
+}
+
+TEST_F(ContextSearchTest, ExactSearchEqualsBruteForceForEveryMetric) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-1, 1);
+  for (DistanceMetric metric :
+       {DistanceMetric::kL2, DistanceMetric::kCosine, DistanceMetric::kDot}) {
+    SCOPED_TRACE(DistanceMetricName(metric));
+    ASSERT_OK_AND_ASSIGN(auto store, Open(8, metric));
+    std::vector<ContextRecord> records;
+    for (int i = 0; i < 60; ++i) {
+      std::vector<float> e(8);
+      for (float& x : e) x = value(rng);
+      if (i % 10 == 0) e.assign(8, 0);  // zero vectors: cosine distance 1
+      records.push_back(
+          Rec(fmt::format("r{:02}", i), i % 7 == 3 ? std::nullopt : std::optional(e)));
+    }
+    records.push_back(Rec("twin-a", std::vector<float>(8, 0.5F)));
+    records.push_back(Rec("twin-b", std::vector<float>(8, 0.5F)));  // a tie, broken by id
+    ASSERT_OK(store->Add(records).status());
+    std::vector<float> query(8);
+    for (float& x : query) x = value(rng);
+    for (int64_t k : {1, 10, 100}) {
+      ASSERT_OK_AND_ASSIGN(auto got, store->Search(query, k));
+      std::vector<std::pair<double, std::string>> want;
+      for (const ContextRecord& r : records) {
+        if (r.embedding) want.emplace_back(Expected(metric, query, *r.embedding), r.id);
+      }
+      std::sort(want.begin(), want.end());
+      want.resize(std::min(want.size(), static_cast<size_t>(k)));
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].record.id, want[i].second) << i;
+        EXPECT_NEAR(got[i].distance, want[i].first, 1e-9) << i;
+      }
+    }
+    ASSERT_OK_AND_ASSIGN(auto twins, store->Search(std::vector<float>(8, 0.5F), 2));
+    if (metric == DistanceMetric::kL2) {
+      EXPECT_EQ(twins[0].record.id, "twin-a");
+      EXPECT_EQ(twins[1].record.id, "twin-b");
+    }
+  }
+}
+
+TEST_F(ContextSearchTest, SearchSeesOnlyVisibleFilteredRecordsAndTheNewestVersion) {
+  ASSERT_OK_AND_ASSIGN(auto store, Open(2, DistanceMetric::kL2));
+  ContextRecord a = Rec("a", std::vector<float>{0, 0});
+  a.external_id = "doc";
+  ContextRecord b = Rec("b", std::vector<float>{1, 0});
+  b.bot_id = "bot";
+  ASSERT_OK(store->Add({a, b, Rec("c", std::vector<float>{2, 0})}).status());
+  // The new version of "doc" sits far away; the old one is hidden.
+  ContextRecord a2 = Rec("a2", std::vector<float>{9, 9});
+  a2.external_id = "doc";
+  ASSERT_OK(store->UpsertByExternalId(a2).status());
+  ASSERT_OK(store->DeleteById("c").status());
+  ASSERT_OK_AND_ASSIGN(auto got, store->Search({0, 0}));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].record.id, "b");
+  EXPECT_EQ(got[1].record.id, "a2");
+  ASSERT_OK_AND_ASSIGN(RecordFilters bot, RecordFilters::FromJson(R"({"bot_id":"bot"})"));
+  ASSERT_OK_AND_ASSIGN(got, store->Search({9, 9}, 10, bot));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].record.id, "b");
+  ASSERT_OK_AND_ASSIGN(got, store->Search({0, 0}, 0));
+  EXPECT_TRUE(got.empty());
+  EXPECT_EQ(store->Search({0, 0, 0}).status().message(),
+            "query length 3 does not match embedding dimension 2");
+}
+
+// --- Retrieve ------------------------------------------------------------------------------
+
+// The reference's fusion, computed independently from per-channel rankings.
+struct Fused {
+  std::string id;
+  double score = 0;
+  std::optional<double> distance;
+  std::optional<double> text;
+};
+
+std::vector<std::string> AsciiTokens(const std::string& text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text + " ") {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      cur += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!cur.empty()) {
+      out.push_back(cur);
+      cur.clear();
+    }
+  }
+  return out;
+}
+
+TEST_F(ContextSearchTest, RetrieveFusesBothChannelsByReciprocalRankWithBothTextScorings) {
+  ASSERT_OK_AND_ASSIGN(auto store, Open(2, DistanceMetric::kL2));
+  const std::vector<std::pair<std::string, std::string>> corpus = {
+      {"d1", "The cat sat on the mat"},      {"d2", "A dog and a cat"},
+      {"d3", "Dogs chase cats in the park"}, {"d4", "Stock markets fell sharply"},
+      {"d5", "the cat the cat the cat"},
+  };
+  std::vector<ContextRecord> records;
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    records.push_back(
+        Rec(corpus[i].first,
+            i == 3 ? std::nullopt : std::optional(std::vector<float>{static_cast<float>(i), 1}),
+            corpus[i].second));
+  }
+  records.push_back(Rec("d6", std::vector<float>{0.5F, 1}));  // no text
+  ASSERT_OK(store->Add(records).status());
+
+  const std::string query_text = "cat on the MAT, cat";
+  const std::vector<float> query_vector = {1.2F, 1};
+  for (TextScoring scoring : {TextScoring::kOverlap, TextScoring::kBm25}) {
+    SCOPED_TRACE(scoring == TextScoring::kBm25 ? "bm25" : "overlap");
+    // Independent text scores.
+    std::vector<std::string> q = AsciiTokens(query_text);
+    std::sort(q.begin(), q.end());
+    q.erase(std::unique(q.begin(), q.end()), q.end());
+    std::map<std::string, std::vector<std::string>> docs;
+    double total = 0;
+    for (const ContextRecord& r : records) {
+      docs[r.id] = r.text_payload ? AsciiTokens(*r.text_payload) : std::vector<std::string>();
+      total += static_cast<double>(docs[r.id].size());
+    }
+    const double n = static_cast<double>(records.size());
+    const double avg = total / n;
+    std::map<std::string, double> text;
+    for (const auto& [id, tokens] : docs) {
+      int matched = 0;
+      double bm25 = 0;
+      for (const std::string& t : q) {
+        const double tf = static_cast<double>(std::count(tokens.begin(), tokens.end(), t));
+        if (tf == 0) continue;
+        ++matched;
+        double df = 0;
+        for (const auto& [other, other_tokens] : docs) {
+          df += std::count(other_tokens.begin(), other_tokens.end(), t) > 0 ? 1 : 0;
+        }
+        const double idf = std::log(1 + (n - df + 0.5) / (df + 0.5));
+        bm25 +=
+            idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * static_cast<double>(tokens.size()) / avg));
+      }
+      if (matched > 0) {
+        text[id] = scoring == TextScoring::kOverlap
+                       ? static_cast<double>(matched) / static_cast<double>(q.size())
+                       : bm25;
+      }
+    }
+    // Independent vector ranks and fusion.
+    std::vector<std::pair<double, std::string>> by_distance;
+    for (const ContextRecord& r : records) {
+      if (r.embedding)
+        by_distance.emplace_back(Expected(DistanceMetric::kL2, query_vector, *r.embedding), r.id);
+    }
+    std::sort(by_distance.begin(), by_distance.end());
+    std::vector<std::pair<double, std::string>> by_text;
+    for (const auto& [id, s] : text) by_text.emplace_back(-s, id);
+    std::sort(by_text.begin(), by_text.end());
+    std::map<std::string, Fused> fused;
+    for (size_t r = 0; r < by_distance.size(); ++r) {
+      Fused& f = fused[by_distance[r].second];
+      f.id = by_distance[r].second;
+      f.score += 1.0 / (60.0 + static_cast<double>(r + 1));
+      f.distance = by_distance[r].first;
+    }
+    for (size_t r = 0; r < by_text.size(); ++r) {
+      Fused& f = fused[by_text[r].second];
+      f.id = by_text[r].second;
+      f.score += 1.0 / (60.0 + static_cast<double>(r + 1));
+      f.text = -by_text[r].first;
+    }
+    std::vector<Fused> want;
+    for (auto& [id, f] : fused) want.push_back(f);
+    std::sort(want.begin(), want.end(), [](const Fused& a, const Fused& b) {
+      if (a.score != b.score) return a.score > b.score;
+      if (a.distance.has_value() != b.distance.has_value()) return a.distance.has_value();
+      if (a.distance && *a.distance != *b.distance) return *a.distance < *b.distance;
+      if (a.text.has_value() != b.text.has_value()) return a.text.has_value();
+      if (a.text && *a.text != *b.text) return *a.text > *b.text;
+      return a.id < b.id;
+    });
+
+    RetrieveOptions options;
+    options.text = query_text;
+    options.vector = query_vector;
+    options.text_scoring = scoring;
+    ASSERT_OK_AND_ASSIGN(std::vector<RetrieveResult> got, store->Retrieve(options));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      SCOPED_TRACE(want[i].id);
+      EXPECT_EQ(got[i].record.id, want[i].id);
+      EXPECT_NEAR(got[i].score, want[i].score, 1e-12);
+      EXPECT_EQ(got[i].vector_distance.has_value(), want[i].distance.has_value());
+      if (got[i].vector_distance) {
+        EXPECT_NEAR(*got[i].vector_distance, *want[i].distance, 1e-9);
+      }
+      EXPECT_EQ(got[i].text_score.has_value(), want[i].text.has_value());
+      if (got[i].text_score) {
+        EXPECT_NEAR(*got[i].text_score, *want[i].text, 1e-9);
+      }
+      std::vector<std::string> channels;
+      if (want[i].distance) channels.emplace_back("vector");
+      if (want[i].text) channels.emplace_back("text");
+      EXPECT_EQ(got[i].matched_channels, channels);
+    }
+    options.limit = 2;
+    ASSERT_OK_AND_ASSIGN(got, store->Retrieve(options));
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].record.id, want[0].id);
+  }
+}
+
+TEST_F(ContextSearchTest, RetrieveChannelsAloneAndItsErrors) {
+  ASSERT_OK_AND_ASSIGN(auto store, Open(2, DistanceMetric::kCosine));
+  ASSERT_OK(
+      store
+          ->Add({Rec("a", std::vector<float>{1, 0}, "alpha beta"),
+                 Rec("b", std::vector<float>{0, 1}, "beta gamma"), Rec("c", std::nullopt, "gamma")})
+          .status());
+  EXPECT_EQ(store->Retrieve({}).status().message(), "retrieve requires text or vector");
+  RetrieveOptions bad;
+  bad.vector = std::vector<float>{1};
+  EXPECT_EQ(store->Retrieve(bad).status().message(),
+            "query length 1 does not match embedding dimension 2");
+  // Text alone, overlap: "beta gamma" matches b fully, a and c half.
+  RetrieveOptions text;
+  text.text = "beta gamma";
+  text.text_scoring = TextScoring::kOverlap;
+  ASSERT_OK_AND_ASSIGN(auto got, store->Retrieve(text));
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].record.id, "b");
+  EXPECT_DOUBLE_EQ(*got[0].text_score, 1.0);
+  EXPECT_EQ(got[1].record.id, "a");  // a tie at 0.5, broken by id
+  EXPECT_EQ(got[2].record.id, "c");
+  EXPECT_EQ(got[2].matched_channels, (std::vector<std::string>{"text"}));
+  // A query without tokens has no text channel: nothing matches.
+  text.text = " ... ";
+  ASSERT_OK_AND_ASSIGN(got, store->Retrieve(text));
+  EXPECT_TRUE(got.empty());
+  // Vector alone: records without an embedding do not show.
+  RetrieveOptions vector;
+  vector.vector = std::vector<float>{1, 0.1F};
+  ASSERT_OK_AND_ASSIGN(got, store->Retrieve(vector));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].record.id, "a");
+  EXPECT_FALSE(got[0].text_score.has_value());
+}
+
+}  // namespace
+}  // namespace strata::store
