@@ -10,8 +10,10 @@
 // wins, so a delete's tombstone row hides the record and frees its id and external id.
 //
 // Thread safety: as StorageBase. Writes on one handle are serialised (validation and write
-// happen under one lock, so two adds of the same id on one handle cannot both pass); two
-// handles with the same shard_id fence each other. Reads are consistent StorageBase reads;
+// happen under one lock, so two adds of the same id on one handle cannot both pass — a
+// deferred-seal handle reads its own unsealed rows for that); two handles with the same
+// shard_id fence each other, and two handles of different shards validate against what is
+// sealed, as in the reference. Reads are consistent StorageBase reads;
 // a read that combines several (get_by_external_id, upserts) is not one snapshot.
 #pragma once
 
@@ -303,7 +305,8 @@ class ContextStore {
   // per call) and a zero created_at (now), and writes them in one put. Returns the base
   // version.
   Result<uint64_t> Add(std::vector<ContextRecord> records);
-  // Writes a tombstone for the visible record; false when there is none.
+  // Writes a tombstone for the visible record; false when there is none (by external id:
+  // more than one visible is an error, as for GetByExternalId).
   Result<bool> DeleteById(std::string_view id);
   Result<bool> DeleteByExternalId(std::string_view external_id);
   // Inserts, or supersedes the one visible record with the same external_id (its

@@ -201,6 +201,7 @@ TEST(ContextCodecTest, ValuesForMissingGroupsAndBadEmbeddingsUseTheReferenceMess
             "unsupported dataset column 'mood'");
 }
 
+// A null lifecycle_status (rows of older stores) decodes without error, as "active".
 TEST(ContextCodecTest, ANullLifecycleStatusReadsAsActive) {
   SchemaPtr s = schema({field("id", utf8(), false), field("lifecycle_status", utf8())});
   ASSERT_OK_AND_ASSIGN(RecordBatch batch,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -51,6 +52,16 @@ std::vector<std::string> Distinct(const std::vector<std::string>& tokens) {
 
 // Channel ranks: 1-based rank of each candidate index present in the channel.
 using Ranks = std::map<size_t, int64_t>;
+
+// A distance or score as a sort key: NaN (a null embedding item, a NaN query) sorts after
+// every number, so the orders below stay strict weak orders.
+double Key(double v, bool descending) {
+  if (std::isnan(v)) {
+    return descending ? -std::numeric_limits<double>::infinity()
+                      : std::numeric_limits<double>::infinity();
+  }
+  return v;
+}
 
 }  // namespace
 
@@ -106,7 +117,9 @@ Result<std::vector<SearchResult>> ContextStore::Search(
     scored.push_back(SearchResult{std::move(r), distance});
   }
   auto closer = [](const SearchResult& a, const SearchResult& b) {
-    if (a.distance != b.distance) return a.distance < b.distance;
+    const double x = Key(a.distance, false);
+    const double y = Key(b.distance, false);
+    if (x != y) return x < y;
     return a.record.id < b.record.id;
   };
   const size_t keep = std::min(scored.size(), static_cast<size_t>(k));
@@ -140,7 +153,9 @@ Result<std::vector<RetrieveResult>> ContextStore::Retrieve(const RetrieveOptions
       order.push_back(i);
     }
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      if (*distance[a] != *distance[b]) return *distance[a] < *distance[b];
+      const double x = Key(*distance[a], false);
+      const double y = Key(*distance[b], false);
+      if (x != y) return x < y;
       return candidates[a].id < candidates[b].id;
     });
     for (size_t r = 0; r < order.size(); ++r) vector_ranks[order[r]] = static_cast<int64_t>(r) + 1;
@@ -188,7 +203,9 @@ Result<std::vector<RetrieveResult>> ContextStore::Retrieve(const RetrieveOptions
       if (text_score[i]) order.push_back(i);
     }
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      if (*text_score[a] != *text_score[b]) return *text_score[a] > *text_score[b];
+      const double x = Key(*text_score[a], true);
+      const double y = Key(*text_score[b], true);
+      if (x != y) return x > y;
       return candidates[a].id < candidates[b].id;
     });
     for (size_t r = 0; r < order.size(); ++r) text_ranks[order[r]] = static_cast<int64_t>(r) + 1;
@@ -219,11 +236,17 @@ Result<std::vector<RetrieveResult>> ContextStore::Retrieve(const RetrieveOptions
     if (a.vector_distance.has_value() != b.vector_distance.has_value()) {
       return a.vector_distance.has_value();
     }
-    if (a.vector_distance && *a.vector_distance != *b.vector_distance) {
-      return *a.vector_distance < *b.vector_distance;
+    if (a.vector_distance) {
+      const double x = Key(*a.vector_distance, false);
+      const double y = Key(*b.vector_distance, false);
+      if (x != y) return x < y;
     }
     if (a.text_score.has_value() != b.text_score.has_value()) return a.text_score.has_value();
-    if (a.text_score && *a.text_score != *b.text_score) return *a.text_score > *b.text_score;
+    if (a.text_score) {
+      const double x = Key(*a.text_score, true);
+      const double y = Key(*b.text_score, true);
+      if (x != y) return x > y;
+    }
     return a.record.id < b.record.id;
   });
   if (out.size() > static_cast<size_t>(limit)) out.resize(static_cast<size_t>(limit));

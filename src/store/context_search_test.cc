@@ -142,6 +142,11 @@ TEST_F(ContextSearchTest, SearchSeesOnlyVisibleFilteredRecordsAndTheNewestVersio
   EXPECT_TRUE(got.empty());
   EXPECT_EQ(store->Search({0, 0, 0}).status().message(),
             "query length 3 does not match embedding dimension 2");
+  // A NaN query makes every distance NaN: still a well-defined order (by id).
+  ASSERT_OK_AND_ASSIGN(got, store->Search({std::nanf(""), 0}));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].record.id, "a2");
+  EXPECT_EQ(got[1].record.id, "b");
 }
 
 // --- Retrieve ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
 
@@ -147,6 +148,9 @@ Result<std::unique_ptr<ContextStore>> ContextStore::Open(std::shared_ptr<ObjectS
   base_options.key_column = "id";
   base_options.store_kind = std::string(kContextStoreKind);
   base_options.seal_on_put = options.seal_on_add;
+  // A deferred-seal handle must see its own unsealed rows, or its validations (ids taken,
+  // the record an upsert supersedes) would miss them.
+  if (!options.seal_on_add) base_options.read_own_writes = true;
   if (base_options.shard_id.empty()) base_options.shard_id = "default";
   Clock* clock = base_options.clock != nullptr ? base_options.clock : SystemClock();
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StorageBase> base,
@@ -285,6 +289,10 @@ Status ContextStore::ValidateNew(const std::vector<ContextRecord>& records,
       return Status::InvalidArgument(fmt::format("duplicate id '{}' in batch", r.id));
     }
     id_list.push_back(r.id);
+    if (r.metadata && !nlohmann::json::accept(*r.metadata)) {
+      return Status::InvalidArgument(
+          fmt::format("invalid metadata JSON for record {}: not valid JSON", r.id));
+    }
     if (r.external_id) {
       if (!external_ids.insert(*r.external_id).second) {
         return Status::InvalidArgument(
@@ -351,9 +359,9 @@ Result<bool> ContextStore::DeleteById(std::string_view id) {
 
 Result<bool> ContextStore::DeleteByExternalId(std::string_view external_id) {
   MutexLock lock(write_lock_->mu);
-  STRATA_ASSIGN_OR_RETURN(
-      std::optional<ContextRecord> visible,
-      VisibleRecord("external_id", external_id, false, DefaultColumns(std::nullopt)));
+  STRATA_ASSIGN_OR_RETURN(std::optional<ContextRecord> visible,
+                          VisibleRecord("external_id", external_id, /*require_unique=*/true,
+                                        DefaultColumns(std::nullopt)));
   return Delete(visible);
 }
 
@@ -417,6 +425,10 @@ Result<std::vector<UpsertResult>> ContextStore::UpsertManyByExternalId(
     if (r.run_id.empty()) r.run_id = run_id;
     if (r.created_at_micros == 0) r.created_at_micros = now;
     external_ids.push_back(*r.external_id);
+  }
+  if (base_->schema()->GetFieldIndex("external_id") < 0) {
+    return Status::InvalidArgument(
+        "external_id requires a context dataset created with external_id support");
   }
   MutexLock lock(write_lock_->mu);
   // Ids and in-batch duplicates as for an add; external ids are resolved below.
@@ -589,8 +601,10 @@ Result<std::vector<ContextRecord>> ContextStore::ListRelated(std::string_view ta
   if (base_->schema()->GetFieldIndex("relationships") < 0) {
     return std::vector<ContextRecord>();
   }
-  STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> visible, ListFiltered({}, std::nullopt, 0));
+  if (limit && *limit < 0) return Status::InvalidArgument("limit must not be negative");
   std::vector<ContextRecord> out;
+  if (limit && *limit == 0) return out;
+  STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> visible, ListFiltered({}, std::nullopt, 0));
   for (ContextRecord& r : visible) {
     if (!r.relationships) continue;
     const bool related = std::any_of(

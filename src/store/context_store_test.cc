@@ -81,6 +81,57 @@ TEST_F(ContextStoreTest, ADeferredSealIsInvisibleUntilFlush) {
   EXPECT_EQ(Ids(after), (std::vector<std::string>{"a"}));
 }
 
+TEST_F(ContextStoreTest, ADeferredSealHandleValidatesAgainstItsOwnUnsealedRows) {
+  ContextStoreOptions deferred;
+  deferred.seal_on_add = false;
+  ASSERT_OK_AND_ASSIGN(auto writer, Open(deferred));
+  ASSERT_OK(writer->Add({Rec("a", 0, "doc")}).status());
+  EXPECT_EQ(writer->Add({Rec("a")}).status().message(), "id 'a' already exists");
+  ASSERT_OK_AND_ASSIGN(UpsertResult up, writer->UpsertByExternalId(Rec("a2", 1, "doc")));
+  EXPECT_EQ(up.replaced_id, "a");
+  ASSERT_OK(writer->Flush().status());
+  ASSERT_OK_AND_ASSIGN(auto reader, Open({}, "reader"));
+  ASSERT_OK_AND_ASSIGN(auto got, reader->GetByExternalId("doc"));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->id, "a2");
+}
+
+TEST_F(ContextStoreTest, AStoreWithoutOptionalGroupsRefusesTheirValuesWithTheirMessages) {
+  // A context store created with the lifecycle and external-id groups left out.
+  ContextSchemaOptions old;
+  old.embedding_dim = 3;
+  old.groups.lifecycle = false;
+  old.groups.external_id = false;
+  ASSERT_OK_AND_ASSIGN(SchemaPtr schema, ContextSchema(old));
+  {
+    StorageBaseOptions base;
+    base.schema = schema;
+    base.key_column = "id";
+    base.store_kind = std::string(kContextStoreKind);
+    base.shard_id = "creator";
+    ASSERT_OK_AND_ASSIGN(auto created, StorageBase::Open(store_, prefix_, base));
+    ASSERT_OK(created->Close());
+  }
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ASSERT_OK(store->Add({Rec("a"), Rec("b", 1)}).status());
+  ASSERT_OK_AND_ASSIGN(auto listed, store->List());
+  EXPECT_EQ(Ids(listed), (std::vector<std::string>{"a", "b"}));
+  ASSERT_OK_AND_ASSIGN(auto got, store->GetById("a"));
+  EXPECT_TRUE(got.has_value());
+  ContextRecord retired = Rec("c");
+  retired.retired_reason = "old";
+  EXPECT_EQ(store->Add({retired}).status().message(),
+            "lifecycle fields require a context dataset created with lifecycle support");
+  EXPECT_EQ(store->UpsertManyByExternalId({Rec("d", 0, "x")}).status().message(),
+            "external_id requires a context dataset created with external_id support");
+  EXPECT_EQ(store->Add({Rec("d", 0, "x")}).status().message(),
+            "external_id requires a context dataset created with external_id support");
+  ASSERT_OK_AND_ASSIGN(bool deleted, store->DeleteById("a"));
+  EXPECT_TRUE(deleted);
+  ASSERT_OK_AND_ASSIGN(listed, store->List());
+  EXPECT_EQ(Ids(listed), (std::vector<std::string>{"b"}));
+}
+
 TEST_F(ContextStoreTest, GenerationsMergeIntoTheBaseAndReadsStayTheSame) {
   ASSERT_OK_AND_ASSIGN(auto store, Open());
   for (int i = 0; i < 5; ++i) ASSERT_OK(store->Add({Rec(fmt::format("r{}", i), i)}).status());
@@ -113,6 +164,9 @@ TEST_F(ContextStoreTest, AddValidatesWithTheReferenceMessagesAndWritesNothing) {
   EXPECT_EQ(message({Rec("x", 0, "e"), Rec("y", 0, "e")}), "duplicate external_id 'e' in batch");
   EXPECT_EQ(message({Rec("z"), Rec("a")}), "id 'a' already exists");
   EXPECT_EQ(message({Rec("z", 0, "ext-a")}), "external_id 'ext-a' already exists");
+  ContextRecord bad_json = Rec("z");
+  bad_json.metadata = "{not json";
+  EXPECT_EQ(message({bad_json}), "invalid metadata JSON for record z: not valid JSON");
   ContextRecord short_embedding = Rec("z");
   short_embedding.embedding = std::vector<float>{1};
   EXPECT_EQ(message({short_embedding}), "embedding length 1 does not match expected dimension 3");
@@ -175,6 +229,8 @@ TEST_F(ContextStoreTest, MoreThanOneVisibleRecordForAnExternalIdIsAnError) {
   EXPECT_EQ(store->UpsertByExternalId(Rec("c", 2, "dup")).status().message(),
             "external_id 'dup' matches multiple visible records");
   EXPECT_EQ(store->UpdateByExternalId("dup", {.bot_id = "x"}).status().message(),
+            "external_id 'dup' matches multiple visible records");
+  EXPECT_EQ(store->DeleteByExternalId("dup").status().message(),
             "external_id 'dup' matches multiple visible records");
 }
 
@@ -338,6 +394,8 @@ TEST_F(ContextStoreTest, RelatedRecordsAndBlobs) {
   EXPECT_EQ(Ids(related), (std::vector<std::string>{"b"}));
   ASSERT_OK_AND_ASSIGN(related, store->ListRelated("t", std::nullopt, 1));
   EXPECT_EQ(Ids(related), (std::vector<std::string>{"a"}));
+  ASSERT_OK_AND_ASSIGN(related, store->ListRelated("t", std::nullopt, 0));
+  EXPECT_TRUE(related.empty());
   ASSERT_OK_AND_ASSIGN(auto blob, store->GetBlob("a"));
   EXPECT_EQ(blob, std::string("\x01\x02\x03", 3));
   ASSERT_OK_AND_ASSIGN(blob, store->GetBlob("c"));
@@ -376,7 +434,10 @@ TEST_F(ContextStoreTest, ReopeningChecksRequestedOptionsAgainstThePersistedOnes)
     ASSERT_OK_AND_ASSIGN(auto store, Open(options));
     ASSERT_OK(store->Close());
   }
-  ASSERT_OK_AND_ASSIGN(auto plain, Open());  // nothing explicit but dim 3: the persisted ones
+  // Nothing requested: the persisted options.
+  ContextStoreOptions nothing;
+  nothing.base.shard_id = "solo";
+  ASSERT_OK_AND_ASSIGN(auto plain, ContextStore::Open(store_, prefix_, nothing));
   EXPECT_EQ(plain->distance_metric(), DistanceMetric::kCosine);
   EXPECT_EQ(plain->blob_columns(), (std::set<std::string>{"binary_payload"}));
   EXPECT_EQ(plain->embedding_dim(), 3);
