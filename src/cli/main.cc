@@ -3,6 +3,7 @@
 
 #include "arrow_commands.h"
 #include "cli_common.h"
+#include "context_commands.h"
 #include "datagen_commands.h"
 #include "generic_commands.h"
 #include "replicate_commands.h"
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   strata::cli::AddRolloutCommands(app, &exit_code);
   strata::cli::AddGenericCommands(app, &exit_code);
   strata::cli::AddDatagenCommands(app, &exit_code);
+  strata::cli::AddContextCommands(app, &exit_code);
   strata::cli::AddReplicateCommands(app, &exit_code);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,588 @@
+// `strata context create | add | upsert | update | delete | list | get | related | search |
+// retrieve | stats | flush | merge | compact`: a context store (include/strata/context_store.h,
+// the store at the root of a local directory) from the command line. Records go in and come
+// out as JSON Lines in the context schema's column names (timestamps as RFC 3339 text or
+// integer microseconds in, RFC 3339 out; embeddings as arrays of numbers).
+#include "context_commands.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_common.h"
+#include "store_commands.h"
+#include "strata/context_store.h"
+#include "strata/json.h"
+#include "strata/object_store.h"
+#include "strata/storage_base.h"
+#include "strata/table.h"
+#include "table_cli.h"
+
+namespace strata::cli {
+namespace {
+
+using store::ContextRecord;
+using store::ContextStore;
+using Json = nlohmann::json;
+
+constexpr const char* kDirHelp = "Directory holding the context store";
+constexpr const char* kShardHelp = "Writer shard name (default: \"default\")";
+
+// The context store in local directory `dir`. Without `create`, NotFound (nothing created)
+// when there is none; a store of another kind is InvalidArgument naming it.
+Result<std::unique_ptr<ContextStore>> OpenStore(const std::string& dir, const std::string& shard,
+                                                bool create = false,
+                                                store::ContextStoreOptions options = {}) {
+  std::error_code ec;
+  const bool is_directory = std::filesystem::is_directory(dir, ec);
+  if (!is_directory && !create) {
+    return Status::NotFound(fmt::format("no context store at '{}': not a directory", dir));
+  }
+  bool has_table = false;
+  std::shared_ptr<ObjectStore> objects;
+  if (is_directory) {
+    STRATA_ASSIGN_OR_RETURN(objects, OpenLocalObjectStore(dir));
+    STRATA_ASSIGN_OR_RETURN(has_table, table::Table::Exists(*objects, ""));
+  }
+  if (create) {
+    if (has_table) {
+      return Status::AlreadyExists(fmt::format("a store is already there: '{}'", dir));
+    }
+    STRATA_RETURN_IF_ERROR(CheckNewOrEmptyDirectory(dir, "context store"));
+    if (objects == nullptr) {
+      STRATA_ASSIGN_OR_RETURN(objects, OpenLocalObjectStore(dir));
+    }
+  } else if (!has_table) {
+    return Status::NotFound(
+        fmt::format("no context store at '{}' (`strata context create {}` makes one)", dir, dir));
+  } else {
+    Result<std::shared_ptr<table::Table>> base = table::Table::Open(objects, "");
+    if (!base.ok()) return base.status().WithContext(dir);
+    STRATA_ASSIGN_OR_RETURN(std::optional<std::string> owner,
+                            store::OwningStoreKind(*objects, "", *(*base)->schema()));
+    if (!owner) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: not a context store: it holds a plain table (use `strata table ...`)", dir));
+    }
+    if (*owner != store::kContextStoreKind) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: not a context store: it is a {} store (use `strata {} ...`)", dir, *owner, *owner));
+    }
+  }
+  options.base.shard_id = shard;
+  Result<std::unique_ptr<ContextStore>> opened =
+      ContextStore::Open(std::move(objects), "", std::move(options), create);
+  if (!opened.ok()) return opened.status().WithContext(dir);
+  return opened;
+}
+
+// Text of a file, or of stdin for "-".
+Result<std::string> ReadInput(const std::string& path) {
+  if (path != "-") return ReadTextFile(path);
+  std::ostringstream ss;
+  ss << std::cin.rdbuf();
+  if (std::cin.bad()) return Status::IOError("error reading stdin");
+  return ss.str();
+}
+
+// JSON Lines of records in the store's columns (metadata as a JSON object or as JSON text).
+// Every column may be left out: role "user",
+// content_type "text/plain", lifecycle_status "active", created_at now and run_id one per
+// call are filled in by the store.
+Result<std::vector<ContextRecord>> ParseRecords(const ContextStore& store, std::string_view text) {
+  std::vector<FieldPtr> relaxed;
+  for (const FieldPtr& f : store.base().schema()->fields()) {
+    relaxed.push_back(field(f->name(), f->type(), /*nullable=*/true, f->metadata()));
+  }
+  // `metadata` is JSON text in the store; a JSON object (or array) is taken as its text.
+  std::string lines;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    Json row = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (row.is_object() && row.contains("metadata") &&
+        (row["metadata"].is_object() || row["metadata"].is_array())) {
+      row["metadata"] = row["metadata"].dump();
+      line = row.dump();
+    }
+    lines += line;
+    lines += '\n';
+  }
+  STRATA_ASSIGN_OR_RETURN(RecordBatch batch,
+                          json::RowsToBatch(std::make_shared<Schema>(std::move(relaxed)), lines));
+  return store::DecodeContextRecords(batch);
+}
+
+Result<std::vector<ContextRecord>> ReadRecords(const ContextStore& store,
+                                               const std::vector<std::string>& files) {
+  std::vector<ContextRecord> out;
+  const std::vector<std::string> inputs = files.empty() ? std::vector<std::string>{"-"} : files;
+  for (const std::string& path : inputs) {
+    const std::string where = path == "-" ? "stdin" : path;
+    Result<std::string> text = ReadInput(path);
+    if (!text.ok()) return text.status().WithContext(where);
+    Result<std::vector<ContextRecord>> records = ParseRecords(store, *text);
+    if (!records.ok()) return records.status().WithContext(where);
+    for (ContextRecord& r : *records) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// One record as a JSON object (nulls left out; metadata as JSON, not text).
+Result<Json> RecordJson(const ContextStore& store, const ContextRecord& record) {
+  STRATA_ASSIGN_OR_RETURN(RecordBatch batch,
+                          store::EncodeContextRecords({record}, store.base().schema()));
+  json::JsonWriteOptions options;
+  options.omit_nulls = true;
+  std::string line;
+  STRATA_RETURN_IF_ERROR(json::AppendRowsToJsonLines(batch, &line, options));
+  Json out = Json::parse(line);
+  // metadata as the JSON it holds.
+  if (record.metadata && Json::accept(*record.metadata)) {
+    out["metadata"] = Json::parse(*record.metadata);
+  }
+  return out;
+}
+
+Status PrintJson(const Json& value) { return WriteStdout(value.dump() + "\n"); }
+
+Status PrintRecords(const ContextStore& store, const std::vector<ContextRecord>& records) {
+  for (const ContextRecord& r : records) {
+    STRATA_ASSIGN_OR_RETURN(Json j, RecordJson(store, r));
+    STRATA_RETURN_IF_ERROR(PrintJson(j));
+  }
+  return FlushStdout();
+}
+
+Result<store::RecordFilters> ParseFilter(const std::string& text) {
+  if (text.empty()) return store::RecordFilters{};
+  Result<store::RecordFilters> parsed = store::RecordFilters::FromJson(text);
+  if (!parsed.ok()) return parsed.status().WithContext("--filter");
+  return parsed;
+}
+
+Result<std::vector<float>> ParseVector(const std::string& text) {
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) {
+    return Status::InvalidArgument("--vector must be a JSON array of numbers, e.g. [0.1, 0.2]");
+  }
+  std::vector<float> out;
+  for (const Json& v : j) {
+    if (!v.is_number()) {
+      return Status::InvalidArgument(
+          fmt::format("--vector must hold numbers only, found {}", v.dump()));
+    }
+    out.push_back(v.get<float>());
+  }
+  return out;
+}
+
+// --id / --external-id: exactly one.
+Status CheckOneKey(const std::string& id, const std::string& external_id) {
+  if (id.empty() == external_id.empty()) {
+    return Status::InvalidArgument("give exactly one of --id and --external-id");
+  }
+  return Status::OK();
+}
+
+// --- Commands -----------------------------------------------------------------------------
+
+struct CreateOptions {
+  std::string dir;
+  int32_t dim = store::kDefaultEmbeddingDim;
+  std::string metric = "l2";
+  std::vector<std::string> blob_columns;
+};
+
+Status RunCreate(const CreateOptions& opt) {
+  store::ContextStoreOptions options;
+  options.embedding_dim = opt.dim;
+  STRATA_ASSIGN_OR_RETURN(options.distance_metric, store::ParseDistanceMetric(opt.metric));
+  options.blob_columns = std::set<std::string>(opt.blob_columns.begin(), opt.blob_columns.end());
+  // Validated before anything is created.
+  store::ContextSchemaOptions schema;
+  schema.embedding_dim = opt.dim;
+  schema.blob_columns = options.blob_columns;
+  STRATA_RETURN_IF_ERROR(store::ContextSchema(schema).status());
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> created,
+                          OpenStore(opt.dir, "", /*create=*/true, options));
+  STRATA_RETURN_IF_ERROR(created->Close());
+  return WriteStdout(fmt::format("created context store {} (embedding dim {}, metric {})\n",
+                                 opt.dir, opt.dim,
+                                 store::DistanceMetricName(*options.distance_metric)));
+}
+
+struct WriteOptions {
+  std::string dir;
+  std::vector<std::string> files;
+  std::string shard;
+};
+
+Status RunAdd(const WriteOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, opt.shard));
+  STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> records, ReadRecords(*s, opt.files));
+  if (records.empty()) return WriteStdout("no records to add\n");
+  const size_t n = records.size();
+  Result<uint64_t> added = s->Add(std::move(records));
+  if (!added.ok()) return added.status().WithContext(opt.dir);
+  STRATA_RETURN_IF_ERROR(s->Close());
+  return WriteStdout(fmt::format("added {} records: visible now\n", n));
+}
+
+Status RunUpsert(const WriteOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, opt.shard));
+  STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> records, ReadRecords(*s, opt.files));
+  if (records.empty()) return WriteStdout("no records to upsert\n");
+  Result<std::vector<store::UpsertResult>> done = s->UpsertManyByExternalId(std::move(records));
+  if (!done.ok()) return done.status().WithContext(opt.dir);
+  STRATA_RETURN_IF_ERROR(s->Close());
+  for (const store::UpsertResult& r : *done) {
+    Json j = {{"id", r.record.id},
+              {"external_id", r.record.external_id.value_or("")},
+              {"inserted", r.inserted}};
+    if (r.replaced_id) j["replaced_id"] = *r.replaced_id;
+    STRATA_RETURN_IF_ERROR(PrintJson(j));
+  }
+  return FlushStdout();
+}
+
+struct KeyOptions {
+  std::string dir;
+  std::string id;
+  std::string external_id;
+  std::string shard;
+  std::string patch;
+};
+
+Result<store::ContextPatch> ParsePatch(const ContextStore& s, const std::string& text) {
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::InvalidArgument("--patch must be a JSON object");
+  static const std::set<std::string> kPatchable = {
+      "bot_id",           "session_id",       "tenant",        "source",
+      "state_metadata",   "metadata",         "relationships", "expires_at",
+      "retention_policy", "lifecycle_status", "retired_at",    "retired_reason",
+      "embedding",        "payload_uri",      "payload_size",  "payload_checksum"};
+  for (const auto& [key, value] : j.items()) {
+    if (kPatchable.count(key) == 0) {
+      return Status::InvalidArgument(
+          fmt::format("--patch: '{}' cannot be updated (content is not patchable)", key));
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> parsed, ParseRecords(s, j.dump()));
+  const ContextRecord& r = parsed.front();
+  store::ContextPatch patch;
+  patch.bot_id = r.bot_id;
+  patch.session_id = r.session_id;
+  patch.tenant = r.tenant;
+  patch.source = r.source;
+  patch.state_metadata = r.state_metadata;
+  patch.metadata = r.metadata;
+  patch.relationships = r.relationships;
+  patch.expires_at_micros = r.expires_at_micros;
+  patch.retention_policy = r.retention_policy;
+  if (j.contains("lifecycle_status")) patch.lifecycle_status = r.lifecycle_status;
+  patch.retired_at_micros = r.retired_at_micros;
+  patch.retired_reason = r.retired_reason;
+  patch.embedding = r.embedding;
+  patch.payload_uri = r.payload_uri;
+  patch.payload_size = r.payload_size;
+  patch.payload_checksum = r.payload_checksum;
+  return patch;
+}
+
+Status RunUpdate(const KeyOptions& opt, int* exit_code) {
+  STRATA_RETURN_IF_ERROR(CheckOneKey(opt.id, opt.external_id));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, opt.shard));
+  STRATA_ASSIGN_OR_RETURN(store::ContextPatch patch, ParsePatch(*s, opt.patch));
+  Result<std::optional<store::UpdateResult>> updated =
+      opt.id.empty() ? s->UpdateByExternalId(opt.external_id, patch) : s->UpdateById(opt.id, patch);
+  if (!updated.ok()) return updated.status().WithContext(opt.dir);
+  STRATA_RETURN_IF_ERROR(s->Close());
+  if (!updated->has_value()) {
+    *exit_code = 1;
+    return WriteStdout("no visible record\n");
+  }
+  STRATA_ASSIGN_OR_RETURN(Json j, RecordJson(*s, (*updated)->record));
+  j["replaced_id"] = (*updated)->replaced_id;
+  STRATA_RETURN_IF_ERROR(PrintJson(j));
+  return FlushStdout();
+}
+
+Status RunDelete(const KeyOptions& opt, int* exit_code) {
+  STRATA_RETURN_IF_ERROR(CheckOneKey(opt.id, opt.external_id));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, opt.shard));
+  Result<bool> deleted =
+      opt.id.empty() ? s->DeleteByExternalId(opt.external_id) : s->DeleteById(opt.id);
+  if (!deleted.ok()) return deleted.status().WithContext(opt.dir);
+  STRATA_RETURN_IF_ERROR(s->Close());
+  if (!*deleted) {
+    *exit_code = 1;
+    return WriteStdout("no visible record\n");
+  }
+  return WriteStdout("deleted\n");
+}
+
+Status RunGet(const KeyOptions& opt, int* exit_code) {
+  STRATA_RETURN_IF_ERROR(CheckOneKey(opt.id, opt.external_id));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, ""));
+  Result<std::optional<ContextRecord>> got =
+      opt.id.empty() ? s->GetByExternalId(opt.external_id) : s->GetById(opt.id);
+  if (!got.ok()) return got.status().WithContext(opt.dir);
+  if (!got->has_value()) {
+    *exit_code = 1;
+    return Status::OK();
+  }
+  return PrintRecords(*s, {**got});
+}
+
+struct ReadOptions {
+  std::string dir;
+  std::string filter;
+  int64_t limit = 100;
+  int64_t offset = 0;
+  bool include_expired = false;
+  bool include_retired = false;
+  bool no_embedding = false;
+  // related
+  std::string target;
+  std::string relation;
+  // search / retrieve
+  std::string vector;
+  std::string text;
+  std::string scoring = "bm25";
+};
+
+store::LifecycleQueryOptions Lifecycle(const ReadOptions& opt) {
+  return {.include_expired = opt.include_expired, .include_retired = opt.include_retired};
+}
+
+Status RunList(const ReadOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(store::RecordFilters filters, ParseFilter(opt.filter));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, ""));
+  std::optional<store::ReadProjection> projection;
+  if (opt.no_embedding) projection = store::ReadProjection{.embedding = false};
+  Result<std::vector<ContextRecord>> listed =
+      s->ListFiltered(filters, opt.limit, opt.offset, Lifecycle(opt), projection);
+  if (!listed.ok()) return listed.status().WithContext(opt.dir);
+  return PrintRecords(*s, *listed);
+}
+
+Status RunRelated(const ReadOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, ""));
+  Result<std::vector<ContextRecord>> related = s->ListRelated(
+      opt.target, opt.relation.empty() ? std::nullopt : std::optional<std::string>(opt.relation),
+      opt.limit);
+  if (!related.ok()) return related.status().WithContext(opt.dir);
+  return PrintRecords(*s, *related);
+}
+
+Status RunSearch(const ReadOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<float> query, ParseVector(opt.vector));
+  STRATA_ASSIGN_OR_RETURN(store::RecordFilters filters, ParseFilter(opt.filter));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, ""));
+  Result<std::vector<store::SearchResult>> found =
+      s->Search(query, opt.limit, filters, Lifecycle(opt));
+  if (!found.ok()) return found.status().WithContext(opt.dir);
+  for (const store::SearchResult& r : *found) {
+    STRATA_ASSIGN_OR_RETURN(Json j, RecordJson(*s, r.record));
+    if (opt.no_embedding) j.erase("embedding");
+    j["distance"] = r.distance;
+    STRATA_RETURN_IF_ERROR(PrintJson(j));
+  }
+  return FlushStdout();
+}
+
+Status RunRetrieve(const ReadOptions& opt) {
+  store::RetrieveOptions options;
+  if (!opt.text.empty()) options.text = opt.text;
+  if (!opt.vector.empty()) {
+    STRATA_ASSIGN_OR_RETURN(options.vector, ParseVector(opt.vector));
+  }
+  STRATA_ASSIGN_OR_RETURN(options.filters, ParseFilter(opt.filter));
+  options.limit = opt.limit;
+  options.lifecycle = Lifecycle(opt);
+  options.text_scoring =
+      opt.scoring == "overlap" ? store::TextScoring::kOverlap : store::TextScoring::kBm25;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, ""));
+  Result<std::vector<store::RetrieveResult>> found = s->Retrieve(options);
+  if (!found.ok()) return found.status().WithContext(opt.dir);
+  for (const store::RetrieveResult& r : *found) {
+    STRATA_ASSIGN_OR_RETURN(Json j, RecordJson(*s, r.record));
+    if (opt.no_embedding) j.erase("embedding");
+    j["score"] = r.score;
+    if (r.vector_distance) j["vector_distance"] = *r.vector_distance;
+    if (r.text_score) j["text_score"] = *r.text_score;
+    j["matched_channels"] = r.matched_channels;
+    STRATA_RETURN_IF_ERROR(PrintJson(j));
+  }
+  return FlushStdout();
+}
+
+Status RunStats(const std::string& dir) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(dir, ""));
+  Result<std::vector<ContextRecord>> visible =
+      s->ListFiltered({}, std::nullopt, 0, {}, store::ReadProjection{false, false, false});
+  if (!visible.ok()) return visible.status().WithContext(dir);
+  Result<int64_t> pending = s->base().PendingGenerations();
+  if (!pending.ok()) return pending.status().WithContext(dir);
+  Json j = {{"visible_records", visible->size()},
+            {"embedding_dim", s->embedding_dim()},
+            {"distance_metric", std::string(store::DistanceMetricName(s->distance_metric()))},
+            {"blob_columns", s->blob_columns()},
+            {"version", s->version()},
+            {"pending_generations", *pending}};
+  STRATA_RETURN_IF_ERROR(PrintJson(j));
+  return FlushStdout();
+}
+
+void AddReadOptions(CLI::App* cmd, ReadOptions* opt, bool paged) {
+  cmd->add_option("DIR", opt->dir, kDirHelp)->required();
+  cmd->add_option("--filter", opt->filter,
+                  "RecordFilters as JSON: bot_id, session_id, role, content_type, tenant, "
+                  "source, created_at {gte, lte}; any other key matches metadata");
+  cmd->add_option("--limit", opt->limit, paged ? "Records per page" : "Results (default 10)")
+      ->check(IntegerAtLeast<int64_t>(0))
+      ->capture_default_str();
+  if (paged) {
+    cmd->add_option("--offset", opt->offset, "Skip this many records first")
+        ->check(IntegerAtLeast<int64_t>(0));
+  }
+  cmd->add_flag("--include-expired", opt->include_expired, "Show expired records too");
+  cmd->add_flag("--include-retired", opt->include_retired,
+                "Show retired, superseded and other hidden lifecycle states too");
+  cmd->add_flag("--no-embedding", opt->no_embedding, "Leave the embeddings out of the output");
+}
+
+}  // namespace
+
+void AddContextCommands(CLI::App& app, int* exit_code) {
+  CLI::App* group = app.add_subcommand(
+      "context", "Agent memory: records with lifecycle, upserts, vector search and retrieval");
+  group->require_subcommand(1);
+
+  auto create = std::make_shared<CreateOptions>();
+  CLI::App* create_cmd = group->add_subcommand("create",
+                                               "Create a context store in a new "
+                                               "directory");
+  create_cmd->add_option("DIR", create->dir, kDirHelp)->required();
+  create_cmd->add_option("--dim", create->dim, "Embedding dimension")->capture_default_str();
+  create_cmd->add_option("--metric", create->metric, "Distance metric: l2, cosine or dot")
+      ->capture_default_str();
+  create_cmd->add_option("--blob", create->blob_columns,
+                         "Store text_payload / binary_payload as a blob column (left out of "
+                         "lists)");
+  create_cmd->callback([create, exit_code] { *exit_code = Finish(RunCreate(*create)); });
+
+  for (const char* name : {"add", "upsert"}) {
+    auto write = std::make_shared<WriteOptions>();
+    const bool add = std::string_view(name) == "add";
+    CLI::App* cmd = group->add_subcommand(
+        name, add ? "Add records from JSON Lines (visible on return; nothing written on bad "
+                    "input)"
+                  : "Insert or supersede records by external_id, all or nothing; prints one "
+                    "result per record");
+    cmd->add_option("DIR", write->dir, kDirHelp)->required();
+    cmd->add_option("FILE", write->files, "JSON Lines inputs ('-' or none for stdin)");
+    cmd->add_option("--shard", write->shard, kShardHelp);
+    cmd->callback(
+        [write, exit_code, add] { *exit_code = Finish(add ? RunAdd(*write) : RunUpsert(*write)); });
+  }
+
+  auto update = std::make_shared<KeyOptions>();
+  CLI::App* update_cmd = group->add_subcommand(
+      "update", "Write a new version of a visible record with --patch applied (exit 1: none)");
+  update_cmd->add_option("DIR", update->dir, kDirHelp)->required();
+  update_cmd->add_option("--id", update->id, "Record id");
+  update_cmd->add_option("--external-id", update->external_id, "Record external id");
+  update_cmd->add_option("--patch", update->patch, "JSON object of the fields to change")
+      ->required();
+  update_cmd->add_option("--shard", update->shard, kShardHelp);
+  update_cmd->callback([update, exit_code] {
+    int code = 0;
+    *exit_code = Finish(RunUpdate(*update, &code));
+    if (*exit_code == 0) *exit_code = code;
+  });
+
+  auto del = std::make_shared<KeyOptions>();
+  CLI::App* delete_cmd =
+      group->add_subcommand("delete", "Hide a visible record with a tombstone (exit 1: none)");
+  delete_cmd->add_option("DIR", del->dir, kDirHelp)->required();
+  delete_cmd->add_option("--id", del->id, "Record id");
+  delete_cmd->add_option("--external-id", del->external_id, "Record external id");
+  delete_cmd->add_option("--shard", del->shard, kShardHelp);
+  delete_cmd->callback([del, exit_code] {
+    int code = 0;
+    *exit_code = Finish(RunDelete(*del, &code));
+    if (*exit_code == 0) *exit_code = code;
+  });
+
+  auto get = std::make_shared<KeyOptions>();
+  CLI::App* get_cmd = group->add_subcommand("get", "Print the visible record (exit 1: none)");
+  get_cmd->add_option("DIR", get->dir, kDirHelp)->required();
+  get_cmd->add_option("--id", get->id, "Record id");
+  get_cmd->add_option("--external-id", get->external_id, "Record external id");
+  get_cmd->callback([get, exit_code] {
+    int code = 0;
+    *exit_code = Finish(RunGet(*get, &code));
+    if (*exit_code == 0) *exit_code = code;
+  });
+
+  auto list = std::make_shared<ReadOptions>();
+  CLI::App* list_cmd = group->add_subcommand(
+      "list", "Print visible records by (created_at, id), one JSON object per line");
+  AddReadOptions(list_cmd, list.get(), /*paged=*/true);
+  list_cmd->callback([list, exit_code] { *exit_code = Finish(RunList(*list)); });
+
+  auto related = std::make_shared<ReadOptions>();
+  CLI::App* related_cmd =
+      group->add_subcommand("related", "Print visible records with a relationship to TARGET");
+  related_cmd->add_option("DIR", related->dir, kDirHelp)->required();
+  related_cmd->add_option("TARGET", related->target, "Target record id")->required();
+  related_cmd->add_option("--relation", related->relation, "Only this relation");
+  related_cmd->add_option("--limit", related->limit, "Most records")->capture_default_str();
+  related_cmd->callback([related, exit_code] { *exit_code = Finish(RunRelated(*related)); });
+
+  auto search = std::make_shared<ReadOptions>();
+  search->limit = store::kDefaultSearchLimit;
+  CLI::App* search_cmd = group->add_subcommand(
+      "search", "Print the visible records nearest to --vector, with their distance");
+  AddReadOptions(search_cmd, search.get(), /*paged=*/false);
+  search_cmd->add_option("--vector", search->vector, "Query vector as a JSON array")->required();
+  search_cmd->callback([search, exit_code] { *exit_code = Finish(RunSearch(*search)); });
+
+  auto retrieve = std::make_shared<ReadOptions>();
+  retrieve->limit = store::kDefaultSearchLimit;
+  CLI::App* retrieve_cmd = group->add_subcommand(
+      "retrieve", "Hybrid retrieval: --text and / or --vector, fused by reciprocal rank");
+  AddReadOptions(retrieve_cmd, retrieve.get(), /*paged=*/false);
+  retrieve_cmd->add_option("--text", retrieve->text, "Query text");
+  retrieve_cmd->add_option("--vector", retrieve->vector, "Query vector as a JSON array");
+  retrieve_cmd->add_option("--scoring", retrieve->scoring, "Text score: bm25 or overlap")
+      ->check(CLI::IsMember({"bm25", "overlap"}))
+      ->capture_default_str();
+  retrieve_cmd->callback([retrieve, exit_code] { *exit_code = Finish(RunRetrieve(*retrieve)); });
+
+  auto stats_dir = std::make_shared<std::string>();
+  CLI::App* stats_cmd = group->add_subcommand("stats", "Print the store's counts and options");
+  stats_cmd->add_option("DIR", *stats_dir, kDirHelp)->required();
+  stats_cmd->callback([stats_dir, exit_code] { *exit_code = Finish(RunStats(*stats_dir)); });
+
+  AddStoreMaintenanceCommands(
+      *group, exit_code,
+      [](const std::string& dir,
+         const std::string& shard) -> Result<std::shared_ptr<store::StorageBase>> {
+        STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(dir, shard));
+        return BaseOf(std::move(s));
+      },
+      {.rows = "records", .dir_help = kDirHelp, .shard_help = kShardHelp});
+}
+
+}  // namespace strata::cli
