@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -39,6 +40,14 @@ Result<std::string> ReadTextFile(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) return Status::IOError(fmt::format("error reading '{}'", path));
+  return ss.str();
+}
+
+Result<std::string> ReadTextFileOrStdin(const std::string& path) {
+  if (path != "-") return ReadTextFile(path);
+  std::ostringstream ss;
+  ss << std::cin.rdbuf();
+  if (std::cin.bad()) return Status::IOError("error reading stdin");
   return ss.str();
 }
 

@@ -99,6 +99,8 @@ class Progress {
 
 // The whole file; NotFound when it cannot be opened.
 Result<std::string> ReadTextFile(const std::string& path);
+// ReadTextFile, or all of stdin for "-".
+Result<std::string> ReadTextFileOrStdin(const std::string& path);
 
 // A schema given inline as a JSON object ("{...}") or as the path of a schema JSON file.
 Result<SchemaPtr> LoadSchema(const std::string& spec);

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -84,15 +83,6 @@ Result<std::unique_ptr<ContextStore>> OpenStore(const std::string& dir, const st
   return opened;
 }
 
-// Text of a file, or of stdin for "-".
-Result<std::string> ReadInput(const std::string& path) {
-  if (path != "-") return ReadTextFile(path);
-  std::ostringstream ss;
-  ss << std::cin.rdbuf();
-  if (std::cin.bad()) return Status::IOError("error reading stdin");
-  return ss.str();
-}
-
 // JSON Lines of records in the store's columns (metadata as a JSON object or as JSON text).
 // Every column may be left out: role "user",
 // content_type "text/plain", lifecycle_status "active", created_at now and run_id one per
@@ -127,7 +117,7 @@ Result<std::vector<ContextRecord>> ReadRecords(const ContextStore& store,
   const std::vector<std::string> inputs = files.empty() ? std::vector<std::string>{"-"} : files;
   for (const std::string& path : inputs) {
     const std::string where = path == "-" ? "stdin" : path;
-    Result<std::string> text = ReadInput(path);
+    Result<std::string> text = ReadTextFileOrStdin(path);
     if (!text.ok()) return text.status().WithContext(where);
     Result<std::vector<ContextRecord>> records = ParseRecords(store, *text);
     if (!records.ok()) return records.status().WithContext(where);

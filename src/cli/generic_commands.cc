@@ -8,13 +8,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <iterator>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -79,15 +77,6 @@ Result<store::ListSource> ParseSource(const std::string& text) {
   if (text == "fragments") return store::ListSource::kFragments;
   return Status::InvalidArgument(
       fmt::format("unknown source '{}': expected all, wal or fragments", text));
-}
-
-// Text of a file, or of stdin for "-".
-Result<std::string> ReadInput(const std::string& path) {
-  if (path != "-") return ReadTextFile(path);
-  std::ostringstream ss;
-  ss << std::cin.rdbuf();
-  if (std::cin.bad()) return Status::IOError("error reading stdin");
-  return ss.str();
 }
 
 // --- Rows out --------------------------------------------------------------------------------
@@ -194,7 +183,7 @@ struct AddOptions {
 Result<std::vector<RecordBatch>> ReadArrow(const std::string& path) {
   Buffer whole;
   if (path == "-") {
-    STRATA_ASSIGN_OR_RETURN(std::string text, ReadInput(path));
+    STRATA_ASSIGN_OR_RETURN(std::string text, ReadTextFileOrStdin(path));
     whole = Buffer::Copy(text);
   } else {
     Result<std::shared_ptr<ipc::RandomAccessSource>> source = ipc::SourceFromFile(path);
@@ -242,7 +231,7 @@ Status RunAdd(const AddOptions& opt) {
       }
       continue;
     }
-    Result<std::string> text = ReadInput(path);
+    Result<std::string> text = ReadTextFileOrStdin(path);
     if (!text.ok()) return text.status().WithContext(where);
     Result<RecordBatch> batch = store::EncodeJsonRows(generic->schema(), *text);
     if (!batch.ok()) return batch.status().WithContext(where);

@@ -11,6 +11,7 @@
 #include <set>
 #include <utility>
 
+#include "store/filter_text.h"
 #include "strata/table.h"
 #include "util/clock.h"
 #include "util/mutex.h"
@@ -22,15 +23,7 @@ namespace {
 // Values per `col IN (...)` filter.
 constexpr size_t kInChunk = 256;
 
-std::string Quote(std::string_view value) {
-  std::string out = "'";
-  for (char c : value) {
-    if (c == '\'') out += '\'';
-    out += c;
-  }
-  out += '\'';
-  return out;
-}
+std::string Quote(std::string_view value) { return internal::QuoteLiteral(value); }
 
 // `column IN ('a', 'b', ...)` over values[begin, end).
 std::string InFilter(std::string_view column, const std::vector<std::string>& values, size_t begin,

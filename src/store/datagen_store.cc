@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "store/filter_text.h"
 #include "util/clock.h"
 
 namespace strata::store {
@@ -15,15 +16,7 @@ namespace {
 
 constexpr size_t kGetManyLimit = 1024;
 
-std::string Quote(std::string_view value) {
-  std::string out = "'";
-  for (char c : value) {
-    if (c == '\'') out += '\'';
-    out += c;
-  }
-  out += '\'';
-  return out;
-}
+std::string Quote(std::string_view value) { return internal::QuoteLiteral(value); }
 
 void SortEvents(std::vector<DatagenEvent>& events) {
   std::sort(events.begin(), events.end(), [](const DatagenEvent& a, const DatagenEvent& b) {

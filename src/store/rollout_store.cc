@@ -9,6 +9,7 @@
 #include <set>
 #include <utility>
 
+#include "store/filter_text.h"
 #include "strata/generic_store.h"
 #include "strata/table.h"
 
@@ -17,15 +18,7 @@ namespace {
 
 constexpr int kPageAttempts = 3;
 
-std::string Quote(std::string_view value) {
-  std::string out = "'";
-  for (char c : value) {
-    if (c == '\'') out += '\'';
-    out += c;
-  }
-  out += '\'';
-  return out;
-}
+std::string Quote(std::string_view value) { return internal::QuoteLiteral(value); }
 
 Result<std::vector<RolloutRecord>> DecodeAll(const std::vector<RecordBatch>& batches) {
   std::vector<RolloutRecord> out;
