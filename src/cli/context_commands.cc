@@ -63,18 +63,7 @@ Result<std::unique_ptr<ContextStore>> OpenStore(const std::string& dir, const st
     return Status::NotFound(
         fmt::format("no context store at '{}' (`strata context create {}` makes one)", dir, dir));
   } else {
-    Result<std::shared_ptr<table::Table>> base = table::Table::Open(objects, "");
-    if (!base.ok()) return base.status().WithContext(dir);
-    STRATA_ASSIGN_OR_RETURN(std::optional<std::string> owner,
-                            store::OwningStoreKind(*objects, "", *(*base)->schema()));
-    if (!owner) {
-      return Status::InvalidArgument(fmt::format(
-          "{}: not a context store: it holds a plain table (use `strata table ...`)", dir));
-    }
-    if (*owner != store::kContextStoreKind) {
-      return Status::InvalidArgument(fmt::format(
-          "{}: not a context store: it is a {} store (use `strata {} ...`)", dir, *owner, *owner));
-    }
+    STRATA_RETURN_IF_ERROR(CheckStoreKind(objects, dir, store::kContextStoreKind));
   }
   options.base.shard_id = shard;
   Result<std::unique_ptr<ContextStore>> opened =

@@ -47,18 +47,7 @@ Result<std::unique_ptr<GenericStore>> OpenStore(const std::string& dir, const st
     return Status::NotFound(fmt::format(
         "no generic store at '{}' (`strata generic create {} --schema FILE` makes one)", dir, dir));
   }
-  Result<std::shared_ptr<table::Table>> base = table::Table::Open(objects, "");
-  if (!base.ok()) return base.status().WithContext(dir);
-  STRATA_ASSIGN_OR_RETURN(std::optional<std::string> owner,
-                          store::OwningStoreKind(*objects, "", *(*base)->schema()));
-  if (!owner) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: not a generic store: it holds a plain table (use `strata table ...`)", dir));
-  }
-  if (*owner != store::kGenericStoreKind) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: not a generic store: it is a {} store (use `strata {} ...`)", dir, *owner, *owner));
-  }
+  STRATA_RETURN_IF_ERROR(CheckStoreKind(objects, dir, store::kGenericStoreKind));
   store::GenericStoreOptions options;
   options.base.shard_id = shard;
   options.base.seal_on_close = seal_on_close;

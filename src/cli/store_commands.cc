@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -199,6 +200,23 @@ void AddStoreMaintenanceCommands(CLI::App& group, int* exit_code, StoreOpener op
   AddCompactionBoundOptions(compact_cmd, &compact->bounds);
   compact_cmd->callback(
       [compact, open, exit_code] { *exit_code = Finish(RunCompact(open, *compact)); });
+}
+
+Status CheckStoreKind(const std::shared_ptr<ObjectStore>& objects, const std::string& dir,
+                      std::string_view kind) {
+  Result<std::shared_ptr<table::Table>> base = table::Table::Open(objects, "");
+  if (!base.ok()) return base.status().WithContext(dir);
+  STRATA_ASSIGN_OR_RETURN(std::optional<std::string> owner,
+                          store::OwningStoreKind(*objects, "", *(*base)->schema()));
+  if (!owner) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: not a {} store: it holds a plain table (use `strata table ...`)", dir, kind));
+  }
+  if (*owner != kind) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: not a {} store: it is a {} store (use `strata {} ...`)", dir, kind, *owner, *owner));
+  }
+  return Status::OK();
 }
 
 }  // namespace strata::cli

@@ -38,6 +38,12 @@ inline constexpr int kExitMergeCommittedThenFailed = 3;
 void AddStoreMaintenanceCommands(CLI::App& group, int* exit_code, StoreOpener open,
                                  const StoreCommandTerms& terms);
 
+// OK when the table in `objects` (prefix "") belongs to a store of `kind`; otherwise
+// InvalidArgument "<dir>: not a <kind> store: it is a <other> store (use `strata <other>
+// ...`)" or "... it holds a plain table (use `strata table ...`)". Nothing is changed.
+Status CheckStoreKind(const std::shared_ptr<ObjectStore>& objects, const std::string& dir,
+                      std::string_view kind);
+
 // The StorageBase of a typed store held by `store`, sharing its ownership.
 template <typename TypedStore>
 std::shared_ptr<store::StorageBase> BaseOf(std::unique_ptr<TypedStore> store) {
