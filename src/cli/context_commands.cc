@@ -277,7 +277,9 @@ Result<store::ContextPatch> ParsePatch(const ContextStore& s, const std::string&
   return patch;
 }
 
-Status RunUpdate(const KeyOptions& opt, int* exit_code) {
+// The commands on one record by --id or --external-id return whether a record was visible
+// (exit status 1 when not).
+Result<bool> RunUpdate(const KeyOptions& opt) {
   STRATA_RETURN_IF_ERROR(CheckOneKey(opt.id, opt.external_id));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, opt.shard));
   STRATA_ASSIGN_OR_RETURN(store::ContextPatch patch, ParsePatch(*s, opt.patch));
@@ -286,40 +288,36 @@ Status RunUpdate(const KeyOptions& opt, int* exit_code) {
   if (!updated.ok()) return updated.status().WithContext(opt.dir);
   STRATA_RETURN_IF_ERROR(s->Close());
   if (!updated->has_value()) {
-    *exit_code = 1;
-    return WriteStdout("no visible record\n");
+    STRATA_RETURN_IF_ERROR(WriteStdout("no visible record\n"));
+    return false;
   }
   STRATA_ASSIGN_OR_RETURN(Json j, RecordJson(*s, (*updated)->record));
   j["replaced_id"] = (*updated)->replaced_id;
   STRATA_RETURN_IF_ERROR(PrintJson(j));
-  return FlushStdout();
+  STRATA_RETURN_IF_ERROR(FlushStdout());
+  return true;
 }
 
-Status RunDelete(const KeyOptions& opt, int* exit_code) {
+Result<bool> RunDelete(const KeyOptions& opt) {
   STRATA_RETURN_IF_ERROR(CheckOneKey(opt.id, opt.external_id));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, opt.shard));
   Result<bool> deleted =
       opt.id.empty() ? s->DeleteByExternalId(opt.external_id) : s->DeleteById(opt.id);
   if (!deleted.ok()) return deleted.status().WithContext(opt.dir);
   STRATA_RETURN_IF_ERROR(s->Close());
-  if (!*deleted) {
-    *exit_code = 1;
-    return WriteStdout("no visible record\n");
-  }
-  return WriteStdout("deleted\n");
+  STRATA_RETURN_IF_ERROR(WriteStdout(*deleted ? "deleted\n" : "no visible record\n"));
+  return *deleted;
 }
 
-Status RunGet(const KeyOptions& opt, int* exit_code) {
+Result<bool> RunGet(const KeyOptions& opt) {
   STRATA_RETURN_IF_ERROR(CheckOneKey(opt.id, opt.external_id));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, ""));
   Result<std::optional<ContextRecord>> got =
       opt.id.empty() ? s->GetByExternalId(opt.external_id) : s->GetById(opt.id);
   if (!got.ok()) return got.status().WithContext(opt.dir);
-  if (!got->has_value()) {
-    *exit_code = 1;
-    return Status::OK();
-  }
-  return PrintRecords(*s, {**got});
+  if (!got->has_value()) return false;
+  STRATA_RETURN_IF_ERROR(PrintRecords(*s, {**got}));
+  return true;
 }
 
 struct ReadOptions {
@@ -422,6 +420,24 @@ Status RunStats(const std::string& dir) {
   return FlushStdout();
 }
 
+// Registers a command on one record by --id or --external-id (with --shard when it writes);
+// exit status 1 when `run` found no visible record.
+CLI::App* AddKeyCommand(CLI::App* group, int* exit_code, const char* name, const char* help,
+                        bool writes, Result<bool> (*run)(const KeyOptions&),
+                        const std::shared_ptr<KeyOptions>& opt) {
+  CLI::App* cmd = group->add_subcommand(name, help);
+  cmd->add_option("DIR", opt->dir, kDirHelp)->required();
+  cmd->add_option("--id", opt->id, "Record id");
+  cmd->add_option("--external-id", opt->external_id, "Record external id");
+  if (writes) cmd->add_option("--shard", opt->shard, kShardHelp);
+  cmd->callback([opt, exit_code, run] {
+    Result<bool> found = run(*opt);
+    *exit_code = Finish(found.status());
+    if (*exit_code == 0 && !*found) *exit_code = 1;
+  });
+  return cmd;
+}
+
 void AddReadOptions(CLI::App* cmd, ReadOptions* opt, bool paged) {
   cmd->add_option("DIR", opt->dir, kDirHelp)->required();
   cmd->add_option("--filter", opt->filter,
@@ -476,43 +492,15 @@ void AddContextCommands(CLI::App& app, int* exit_code) {
   }
 
   auto update = std::make_shared<KeyOptions>();
-  CLI::App* update_cmd = group->add_subcommand(
-      "update", "Write a new version of a visible record with --patch applied (exit 1: none)");
-  update_cmd->add_option("DIR", update->dir, kDirHelp)->required();
-  update_cmd->add_option("--id", update->id, "Record id");
-  update_cmd->add_option("--external-id", update->external_id, "Record external id");
-  update_cmd->add_option("--patch", update->patch, "JSON object of the fields to change")
+  AddKeyCommand(group, exit_code, "update",
+                "Write a new version of a visible record with --patch applied (exit 1: none)",
+                /*writes=*/true, &RunUpdate, update)
+      ->add_option("--patch", update->patch, "JSON object of the fields to change")
       ->required();
-  update_cmd->add_option("--shard", update->shard, kShardHelp);
-  update_cmd->callback([update, exit_code] {
-    int code = 0;
-    *exit_code = Finish(RunUpdate(*update, &code));
-    if (*exit_code == 0) *exit_code = code;
-  });
-
-  auto del = std::make_shared<KeyOptions>();
-  CLI::App* delete_cmd =
-      group->add_subcommand("delete", "Hide a visible record with a tombstone (exit 1: none)");
-  delete_cmd->add_option("DIR", del->dir, kDirHelp)->required();
-  delete_cmd->add_option("--id", del->id, "Record id");
-  delete_cmd->add_option("--external-id", del->external_id, "Record external id");
-  delete_cmd->add_option("--shard", del->shard, kShardHelp);
-  delete_cmd->callback([del, exit_code] {
-    int code = 0;
-    *exit_code = Finish(RunDelete(*del, &code));
-    if (*exit_code == 0) *exit_code = code;
-  });
-
-  auto get = std::make_shared<KeyOptions>();
-  CLI::App* get_cmd = group->add_subcommand("get", "Print the visible record (exit 1: none)");
-  get_cmd->add_option("DIR", get->dir, kDirHelp)->required();
-  get_cmd->add_option("--id", get->id, "Record id");
-  get_cmd->add_option("--external-id", get->external_id, "Record external id");
-  get_cmd->callback([get, exit_code] {
-    int code = 0;
-    *exit_code = Finish(RunGet(*get, &code));
-    if (*exit_code == 0) *exit_code = code;
-  });
+  AddKeyCommand(group, exit_code, "delete", "Hide a visible record with a tombstone (exit 1: none)",
+                /*writes=*/true, &RunDelete, std::make_shared<KeyOptions>());
+  AddKeyCommand(group, exit_code, "get", "Print the visible record (exit 1: none)",
+                /*writes=*/false, &RunGet, std::make_shared<KeyOptions>());
 
   auto list = std::make_shared<ReadOptions>();
   CLI::App* list_cmd = group->add_subcommand(
