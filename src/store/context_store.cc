@@ -23,7 +23,7 @@ namespace {
 // Values per `col IN (...)` filter.
 constexpr size_t kInChunk = 256;
 
-std::string Quote(std::string_view value) { return internal::QuoteLiteral(value); }
+using internal::QuoteLiteral;
 
 // `column IN ('a', 'b', ...)` over values[begin, end).
 std::string InFilter(std::string_view column, const std::vector<std::string>& values, size_t begin,
@@ -31,7 +31,7 @@ std::string InFilter(std::string_view column, const std::vector<std::string>& va
   std::string out = fmt::format("{} IN (", column);
   for (size_t i = begin; i < end; ++i) {
     if (i > begin) out += ", ";
-    out += Quote(values[i]);
+    out += QuoteLiteral(values[i]);
   }
   out += ")";
   return out;
@@ -218,8 +218,9 @@ Result<std::vector<ContextRecord>> ContextStore::VisibleBy(
   if (base_->schema()->GetFieldIndex(std::string(column)) < 0) {
     return std::vector<ContextRecord>();
   }
-  STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> rows,
-                          ScanRecords(fmt::format("{} = {}", column, Quote(value)), columns));
+  STRATA_ASSIGN_OR_RETURN(
+      std::vector<ContextRecord> rows,
+      ScanRecords(fmt::format("{} = {}", column, QuoteLiteral(value)), columns));
   const int64_t now = Now();
   std::vector<ContextRecord> candidates;
   for (ContextRecord& r : rows) {
@@ -572,7 +573,7 @@ Result<std::vector<ContextRecord>> ContextStore::ListFiltered(
 
 Result<std::optional<ContextRecord>> ContextStore::Get(std::string_view id) const {
   STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> rows,
-                          ScanRecords(fmt::format("id = {}", Quote(id)),
+                          ScanRecords(fmt::format("id = {}", QuoteLiteral(id)),
                                       DefaultColumns(std::nullopt), ListSource::kFragments));
   if (rows.empty()) return std::optional<ContextRecord>();
   return std::optional<ContextRecord>(std::move(rows.front()));
@@ -612,9 +613,9 @@ Result<std::vector<ContextRecord>> ContextStore::ListRelated(std::string_view ta
 }
 
 Result<std::optional<std::string>> ContextStore::GetBlob(std::string_view id) const {
-  STRATA_ASSIGN_OR_RETURN(
-      std::vector<ContextRecord> rows,
-      ScanRecords(fmt::format("id = {}", Quote(id)), {"id", "content_type", "binary_payload"}));
+  STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> rows,
+                          ScanRecords(fmt::format("id = {}", QuoteLiteral(id)),
+                                      {"id", "content_type", "binary_payload"}));
   if (rows.empty() || rows.front().is_tombstone()) return std::optional<std::string>();
   return rows.front().binary_payload;
 }

@@ -16,7 +16,7 @@ namespace {
 
 constexpr size_t kGetManyLimit = 1024;
 
-std::string Quote(std::string_view value) { return internal::QuoteLiteral(value); }
+using internal::QuoteLiteral;
 
 void SortEvents(std::vector<DatagenEvent>& events) {
   std::sort(events.begin(), events.end(), [](const DatagenEvent& a, const DatagenEvent& b) {
@@ -102,11 +102,11 @@ Result<std::vector<DatagenEvent>> DatagenStore::Read(const std::string& filter) 
 }
 
 Result<std::vector<DatagenEvent>> DatagenStore::EventsForItem(std::string_view item_id) const {
-  return Read(fmt::format("item_id = {}", Quote(item_id)));
+  return Read(fmt::format("item_id = {}", QuoteLiteral(item_id)));
 }
 
 Result<std::vector<DatagenEvent>> DatagenStore::EventsForRoot(std::string_view root_item_id) const {
-  return Read(fmt::format("root_item_id = {}", Quote(root_item_id)));
+  return Read(fmt::format("root_item_id = {}", QuoteLiteral(root_item_id)));
 }
 
 Result<DatagenItemTree> DatagenStore::ItemTree(std::string_view root_item_id) const {
@@ -137,14 +137,14 @@ Result<DatagenItemTree> DatagenStore::ItemTree(std::string_view root_item_id) co
 Result<std::vector<DatagenEvent>> DatagenStore::Failures(
     const std::optional<std::string>& run_id) const {
   std::string filter = "event_type = 'FAILED'";
-  if (run_id) filter += fmt::format(" AND run_id = {}", Quote(*run_id));
+  if (run_id) filter += fmt::format(" AND run_id = {}", QuoteLiteral(*run_id));
   return Read(filter);
 }
 
 Result<std::vector<DatagenItemFailure>> DatagenStore::ItemFailures(std::string_view item_id) const {
   STRATA_ASSIGN_OR_RETURN(
       std::vector<DatagenEvent> events,
-      Read(fmt::format("item_id = {} AND event_type = 'FAILED'", Quote(item_id))));
+      Read(fmt::format("item_id = {} AND event_type = 'FAILED'", QuoteLiteral(item_id))));
   std::vector<DatagenItemFailure> out;
   out.reserve(events.size());
   for (DatagenEvent& e : events) {
@@ -199,7 +199,7 @@ Result<std::map<std::string, std::optional<DatagenItemStatus>>> DatagenStore::Ro
   // One read per chunk of ids (item_id IN (...)), then one fold per item found.
   std::vector<std::string> ids;
   ids.reserve(out.size());
-  for (const auto& [id, status] : out) ids.push_back(Quote(id));
+  for (const auto& [id, status] : out) ids.push_back(QuoteLiteral(id));
   for (size_t begin = 0; begin < ids.size(); begin += kGetManyLimit) {
     const size_t end = std::min(ids.size(), begin + kGetManyLimit);
     std::string filter = "item_id IN (";

@@ -18,7 +18,7 @@ namespace {
 
 constexpr int kPageAttempts = 3;
 
-std::string Quote(std::string_view value) { return internal::QuoteLiteral(value); }
+using internal::QuoteLiteral;
 
 Result<std::vector<RolloutRecord>> DecodeAll(const std::vector<RecordBatch>& batches) {
   std::vector<RolloutRecord> out;
@@ -110,7 +110,7 @@ std::string RolloutFilters::Expression() const {
   std::vector<std::string> clauses;
   auto add = [&](std::string_view column, const std::optional<std::string>& value) {
     if (value.has_value() && !value->empty()) {
-      clauses.push_back(fmt::format("{} = {}", column, Quote(*value)));
+      clauses.push_back(fmt::format("{} = {}", column, QuoteLiteral(*value)));
     }
   };
   add("id", id);
@@ -262,7 +262,7 @@ Result<std::vector<RolloutRecord>> RolloutStore::GetTrajectory(std::string_view 
   if (rollout_id.empty()) return Status::InvalidArgument("rollout_id must not be empty");
   ScanRequest request;
   request.columns = RolloutNonBlobColumns();
-  request.filter = fmt::format("rollout_id = {}", Quote(rollout_id));
+  request.filter = fmt::format("rollout_id = {}", QuoteLiteral(rollout_id));
   STRATA_ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, base_->Scan(request));
   STRATA_ASSIGN_OR_RETURN(std::vector<RolloutRecord> records, DecodeAll(batches));
   std::sort(records.begin(), records.end(), [](const RolloutRecord& a, const RolloutRecord& b) {
