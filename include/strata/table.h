@@ -249,6 +249,20 @@ struct CleanupResult {
   int64_t bytes_removed = 0;
 };
 
+// A tag: a name for one version that keeps it readable (docs/format/table.md §13).
+struct TagInfo {
+  std::string label;
+  uint64_t version = 0;
+  int64_t timestamp_micros = 0;  // when the tagged version was committed
+};
+
+// A branch: a table of its own that started as a copy of one version of its parent.
+struct BranchInfo {
+  std::string name;
+  uint64_t forked_from = 0;  // the parent's version it started from
+  std::string prefix;        // where its table lives (Table::BranchPrefix)
+};
+
 struct VerifyOptions {
   // Check every kept version's manifest and files, not only the handle's version.
   bool all_versions = false;
@@ -399,9 +413,40 @@ class Table {
   // Sets (or, for an empty value, removes) table metadata keys.
   Result<uint64_t> UpdateMetadata(const KeyValueMetadata& updates);
   Result<CompactionResult> Compact(const CompactionOptions& options = {});
-  // Removes old versions and the files only they use. Never removes a file a kept version
-  // uses.
+  // Removes old versions and the files only they use. Never removes a file a kept version,
+  // a tag or a branch (docs/format/table.md §13) uses, nor a file of an ancestor table.
   Result<CleanupResult> CleanupOldVersions(const CleanupOptions& options = {});
+
+  // --- Tags and branches (docs/format/table.md §13) ----------------------------------
+  // Labels and branch names: 1 to 128 characters of [A-Za-z0-9._-], not starting with '.'.
+  //
+  // Tags `version` (0 = the handle's version) as `label`. A tag is immutable and keeps the
+  // version readable through CheckoutTag even after cleanup removed it from the history
+  // (cleanup never deletes a file a tag uses). AlreadyExists for a label in use, NotFound
+  // for a version that does not exist. Allowed on read-only handles (it changes no version).
+  Result<TagInfo> CreateTag(std::string_view label, uint64_t version = 0);
+  // Every tag, by label.
+  Result<std::vector<TagInfo>> ListTags() const;
+  // Removes the tag, then the files only it kept. NotFound for an unknown label.
+  Status DeleteTag(std::string_view label);
+  // A read-only handle on the tagged version. NotFound for an unknown label.
+  Result<std::shared_ptr<Table>> CheckoutTag(std::string_view label) const;
+
+  // Where branch `name` of the table at `prefix` lives: "<prefix>_branches/<name>/".
+  static std::string BranchPrefix(std::string_view prefix, std::string_view name);
+  // Creates branch `name` from `version` (0 = the handle's version): a table at BranchPrefix
+  // whose first version holds exactly that version's rows, schema, indexes and metadata,
+  // reading the parent's files in place (none is copied). Returns a writable handle on it;
+  // Open(store, BranchPrefix(...)) opens it later. Changes to either table never show in
+  // the other; cleanup of either never deletes a file the other still uses. AlreadyExists
+  // for a name in use, NotFound for a version that does not exist.
+  Result<std::shared_ptr<Table>> CreateBranch(std::string_view name, uint64_t version = 0);
+  // Every branch of this table (not of its branches), by name.
+  Result<std::vector<BranchInfo>> ListBranches() const;
+  // Deletes branch `name`: every object under its prefix (its own branches and tags too),
+  // then its entry, then the files of this table that only the branch still used.
+  // NotFound for an unknown name.
+  Status DeleteBranch(std::string_view name);
 
   // --- Integrity --------------------------------------------------------------------
   // Checks that every manifest, data, deletion and index file the version references

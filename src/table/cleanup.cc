@@ -1,5 +1,6 @@
 // CleanupTable: removes the oldest versions (a prefix of the history, so versions stay
-// contiguous) and the files only they reference, never a file a kept version references.
+// contiguous) and the files only they reference, never a file a kept version, a tag or a
+// branch references.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -149,9 +150,19 @@ Result<CleanupResult> CleanupTable(TableContext& context, const SnapshotPtr& lat
       }
     }
   }
+  // Tags and branches keep files too. They are read only now, after the manifests are gone:
+  // a tag or branch created from a version this call removed checks, after writing its ref,
+  // that the version still exists, and gives up when it does not; one whose ref was written
+  // before that is seen here (docs/format/table.md §13).
+  std::unordered_set<std::string> kept_by_refs;
+  STRATA_RETURN_IF_ERROR(CollectFilesKeptByRefs(store, prefix, &kept_by_refs)
+                             .WithContext("cleanup: reading the table's tags and branches"));
   std::vector<std::pair<std::string, int64_t>> doomed;
   for (auto& [key, size] : candidates) {
-    if (!kept_files.contains(key)) doomed.emplace_back(key, size);
+    // A path with "../" steps is a file of an ancestor table (this table is a branch):
+    // never this table's to delete.
+    if (ParentSteps(key) > 0) continue;
+    if (!kept_files.contains(key) && !kept_by_refs.contains(key)) doomed.emplace_back(key, size);
   }
   std::sort(doomed.begin(), doomed.end());
   for (const auto& [key, size] : doomed) {

@@ -40,10 +40,6 @@ constexpr io::BackoffPolicy kCommitBackoff{std::chrono::milliseconds(1),
 // Rounds of "find the latest version, load what is new" before rebuilding after a lost race.
 constexpr int kMaxCatchUpRounds = 4;
 
-std::string TableLocation(const ObjectStore& store, const std::string& prefix) {
-  return fmt::format("{}/{}", store.Describe(), prefix);
-}
-
 // The table's manifests as a version chain (io/version_chain.h).
 io::VersionChainLayout ChainLayout(const std::string& prefix) {
   io::VersionChainLayout layout;
@@ -122,6 +118,10 @@ Status CheckNotRolledBack(const pb::Transaction& txn, const Snapshot& read,
 }
 
 }  // namespace
+
+std::string TableLocation(const ObjectStore& store, const std::string& prefix) {
+  return fmt::format("{}/{}", store.Describe(), prefix);
+}
 
 Result<SnapshotPtr> LoadVersion(ObjectStore& store, const std::string& prefix, uint64_t version) {
   const std::string key = prefix + ManifestKey(version);

@@ -25,6 +25,9 @@
 
 namespace strata::table::internal {
 
+// "<store description>/<prefix>", for messages.
+std::string TableLocation(const ObjectStore& store, const std::string& prefix);
+
 // Reads and verifies manifest `version`. NotFound when it does not exist.
 Result<SnapshotPtr> LoadVersion(ObjectStore& store, const std::string& prefix, uint64_t version);
 

@@ -594,7 +594,7 @@ Result<std::unique_ptr<DataFileReaderImpl>> OpenImpl(ObjectStore& store, const s
                                                      const pb::DataFile& entry,
                                                      const ipc::ReadOptions& options,
                                                      bool verify_all) {
-  const std::string key = prefix + entry.path();
+  const std::string key = FileKey(prefix, entry.path());
   STRATA_ASSIGN_OR_RETURN(Buffer data,
                           WithContext(store.Get(key), fmt::format("reading data file {}", key)));
   auto reader = std::make_unique<DataFileReaderImpl>(key, entry, std::move(data));
@@ -645,7 +645,7 @@ Result<pb::DataFile> DescribeDataFile(ObjectStore& store, const std::string& tab
     return Status::InvalidArgument("DescribeDataFile needs a schema with at least one column");
   }
   STRATA_RETURN_IF_ERROR(CheckFieldIds(field_ids, schema.num_fields(), "DescribeDataFile"));
-  const std::string key = table_prefix + path;
+  const std::string key = FileKey(table_prefix, path);
   STRATA_ASSIGN_OR_RETURN(const Buffer bytes,
                           WithContext(store.Get(key), fmt::format("describing data file {}", key)));
   const std::string_view view = bytes.view();

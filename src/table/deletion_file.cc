@@ -182,7 +182,7 @@ Result<pb::DeletionFile> WriteDeletionFile(ObjectStore& store, const std::string
 
 Result<DeletionVector> ReadDeletionFile(ObjectStore& store, const std::string& table_prefix,
                                         const pb::DeletionFile& entry, int64_t physical_rows) {
-  const std::string key = table_prefix + entry.path();
+  const std::string key = FileKey(table_prefix, entry.path());
   Result<Buffer> bytes = store.Get(key);
   if (!bytes.ok()) return bytes.status().WithContext(fmt::format("reading deletion file {}", key));
   if (bytes->size() != entry.size()) {

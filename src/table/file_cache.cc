@@ -93,7 +93,7 @@ FileCache::~FileCache() = default;
 Result<std::shared_ptr<DataFileReader>> FileCache::DataFile(
     const std::shared_ptr<ObjectStore>& store, const std::string& prefix,
     const pb::DataFile& entry) {
-  const std::string key = prefix + entry.path();
+  const std::string key = FileKey(prefix, entry.path());
   if (auto cached = state_->Lookup<DataFileReader>(key)) return cached;
   // Loaded without the lock: two threads may both load a key; Insert keeps the first.
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<DataFileReader> reader,
@@ -106,7 +106,7 @@ Result<std::shared_ptr<const DeletionVector>> FileCache::Deletions(ObjectStore& 
                                                                    const std::string& prefix,
                                                                    const pb::DeletionFile& entry,
                                                                    int64_t physical_rows) {
-  const std::string key = prefix + entry.path();
+  const std::string key = FileKey(prefix, entry.path());
   if (auto cached = state_->Lookup<const DeletionVector>(key)) return cached;
   STRATA_ASSIGN_OR_RETURN(DeletionVector loaded,
                           ReadDeletionFile(store, prefix, entry, physical_rows));
@@ -122,7 +122,7 @@ Result<std::shared_ptr<const KeySegment>> FileCache::Segment(ObjectStore& store,
                                                              const pb::KeySegment& entry) {
   // A segment maps local fragment positions through its manifest entry's fragment list, so the
   // list is part of the key: the same file is never served with another version's list.
-  std::string key = prefix + entry.path();
+  std::string key = FileKey(prefix, entry.path());
   for (uint32_t id : entry.fragment_ids()) key += fmt::format("#{}", id);
   if (auto cached = state_->Lookup<const KeySegment>(key)) return cached;
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const KeySegment> segment,

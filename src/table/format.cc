@@ -104,6 +104,28 @@ std::optional<expr::Scalar> ValueToScalar(const pb::Value& v) {
 
 }  // namespace
 
+int ParentSteps(std::string_view path) {
+  int steps = 0;
+  while (path.starts_with(kParentPathStep)) {
+    path.remove_prefix(kParentPathStep.size());
+    ++steps;
+  }
+  return steps;
+}
+
+std::string FileKey(std::string_view prefix, std::string_view path) {
+  while (path.starts_with(kParentPathStep) && !prefix.empty()) {
+    // Drop the last component of `prefix` ("a/b/" -> "a/"; it is "" or ends in '/').
+    prefix.remove_suffix(1);
+    const size_t slash = prefix.rfind('/');
+    prefix = slash == std::string_view::npos ? std::string_view() : prefix.substr(0, slash + 1);
+    path.remove_prefix(kParentPathStep.size());
+  }
+  std::string key(prefix);
+  key += path;
+  return key;
+}
+
 std::string ManifestKey(uint64_t version) {
   return fmt::format("{}{:020}.manifest", kVersionsDir, version);
 }

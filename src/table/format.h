@@ -29,6 +29,22 @@ inline constexpr std::string_view kIndicesDir = "_indices/";
 // Advisory: the newest version some writer saw. The only object that is overwritten.
 inline constexpr std::string_view kLatestHintKey = "_latest_version_hint";
 inline constexpr std::string_view kKeyIndexName = "key_idx";
+// Tags and branches (docs/format/table.md §13): "_refs/tags/<label>.manifest" holds a copy
+// of the tagged version's manifest, "_refs/branches/<name>" marks a branch whose table lives
+// under "_branches/<name>/".
+inline constexpr std::string_view kTagsDir = "_refs/tags/";
+inline constexpr std::string_view kBranchRefsDir = "_refs/branches/";
+inline constexpr std::string_view kBranchesDir = "_branches/";
+// A file path of a branch's manifest that names a file of an ancestor table starts with one
+// "../" per prefix component to go up ("../../data/<uuid>.arrow": the parent's data file).
+inline constexpr std::string_view kParentPathStep = "../";
+
+// The object key of `path` (a manifest's file path, relative to the table prefix), resolving
+// leading "../" steps against `prefix`. A path with more steps than `prefix` has components
+// keeps the steps left over (the object store then refuses the key).
+std::string FileKey(std::string_view prefix, std::string_view path);
+// How many leading "../" steps `path` has (0 = a file of the table itself).
+int ParentSteps(std::string_view path);
 
 // "_versions/00000000000000000042.manifest"
 std::string ManifestKey(uint64_t version);

@@ -187,7 +187,7 @@ Result<std::shared_ptr<const KeySegment>> KeySegment::Load(ObjectStore& store,
                                                            const std::string& table_prefix,
                                                            const pb::KeySegment& entry) {
   const std::string& what = entry.path();
-  STRATA_ASSIGN_OR_RETURN(Buffer object, store.Get(table_prefix + entry.path()));
+  STRATA_ASSIGN_OR_RETURN(Buffer object, store.Get(FileKey(table_prefix, entry.path())));
   if (object.size() != entry.size()) {
     return Status::Corruption(fmt::format("{}: size {} differs from the manifest's {}", what,
                                           object.size(), entry.size()));

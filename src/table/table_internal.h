@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "strata/expr.h"
@@ -137,6 +138,14 @@ Status CheckAppendSchema(const Snapshot& snapshot, const Schema& schema);
 // nulls to the union of their columns, as Append writes them (defined in table.cc).
 Result<std::vector<RecordBatch>> AlignAppendBatches(const Snapshot& snapshot,
                                                     const std::vector<RecordBatch>& batches);
+
+// InvalidArgument unless `name` is a valid tag label or branch name (`what` names which):
+// 1 to 128 characters of [A-Za-z0-9._-], not starting with '.'.
+Status CheckRefName(std::string_view what, std::string_view name);
+// Adds the files of the table at `prefix` (keys relative to it) that its tags use and that its
+// branches use, through every version, tag and branch of theirs (refs.cc).
+Status CollectFilesKeptByRefs(ObjectStore& store, const std::string& prefix,
+                              std::unordered_set<std::string>* out);
 
 // Maintenance, each on top of `read`; `committed` receives the new version when one is made.
 // A deletion file written while merging deletions into a fragment, kept across commit

@@ -25,7 +25,7 @@ namespace {
 std::string Describe(const Status& status, const std::string& prefix, const std::string& key) {
   if (status.IsNotFound()) return "missing from storage";
   std::string_view message = status.message();
-  for (const std::string& name : {prefix + key, key}) {
+  for (const std::string& name : {FileKey(prefix, key), key}) {
     const size_t at = message.find(name);
     if (at == std::string_view::npos || at > 32) continue;
     message.remove_prefix(at + name.size());
@@ -221,7 +221,7 @@ Result<RepairReport> RepairTable(TableContext& context, const SnapshotPtr& read,
     if (fragment.has_deletion()) keys.push_back(fragment.deletion().path());
     std::vector<std::string> gone;
     for (const std::string& key : keys) {
-      STRATA_ASSIGN_OR_RETURN(bool exists, store.Exists(context.prefix + key));
+      STRATA_ASSIGN_OR_RETURN(bool exists, store.Exists(FileKey(context.prefix, key)));
       if (!exists) gone.push_back(key);
     }
     if (gone.empty()) continue;
