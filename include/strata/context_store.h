@@ -368,6 +368,25 @@ class ContextStore {
   // Pins reads to base version `version`; writes fail until RefreshLatest.
   Status Checkout(uint64_t version) { return base_->Checkout(version); }
   Status RefreshLatest() { return base_->RefreshLatest(); }
+  // --- Snapshots and branches (StorageBase's; docs/format/lsm.md §11) ----------------
+  // Tags what a reader of the store sees now, pending rows included, as `label` (the
+  // reference's snapshot(label)); the snapshot stays readable until DeleteSnapshot.
+  Result<table::TagInfo> Snapshot(std::string_view label) { return base_->CreateSnapshot(label); }
+  Result<std::vector<table::TagInfo>> ListSnapshots() const { return base_->ListSnapshots(); }
+  Status DeleteSnapshot(std::string_view label) { return base_->DeleteSnapshot(label); }
+  // Pins reads to the snapshot; writes fail until RefreshLatest.
+  Status CheckoutSnapshot(std::string_view label) { return base_->CheckoutSnapshot(label); }
+  // Forks branch `name` from what a reader sees now (a pinned handle: its version) and opens
+  // it: a context store of its own sharing this one's files; `options` as for Open (the
+  // persisted dim, metric and blob columns apply when unset).
+  Result<std::unique_ptr<ContextStore>> Fork(std::string_view name,
+                                             ContextStoreOptions options = {});
+  // Opens branch `name` made by Fork (checkout of a branch). NotFound when there is none.
+  Result<std::unique_ptr<ContextStore>> OpenBranch(std::string_view name,
+                                                   ContextStoreOptions options = {}) const;
+  Result<std::vector<table::BranchInfo>> ListBranches() const { return base_->ListBranches(); }
+  Status DeleteBranch(std::string_view name) { return base_->DeleteBranch(name); }
+
   StorageBase& base() { return *base_; }
   const StorageBase& base() const { return *base_; }
 

@@ -391,9 +391,38 @@ class StorageBase {
   Status RefreshLatest();
   bool pinned() const;
 
+  // --- Snapshots and branches (docs/format/lsm.md §11) ---------------------------------
+  // Names follow table::Table's rules for tag labels and branch names.
+  //
+  // Tags what a reader of the store sees now as `label`: this handle's unsealed rows are
+  // sealed first, then every pending generation (of every shard) is folded into the base in
+  // one commit (lsm::CommitPendingFold), and the base version holding it all is tagged. A
+  // pinned handle tags the version it reads. The snapshot stays readable (CheckoutSnapshot)
+  // until DeleteSnapshot, whatever merges, compactions and cleanups run meanwhile.
+  // AlreadyExists for a label in use.
+  Result<table::TagInfo> CreateSnapshot(std::string_view label);
+  Result<std::vector<table::TagInfo>> ListSnapshots() const;
+  Status DeleteSnapshot(std::string_view label);
+  // Pins reads to the snapshot, as Checkout pins a version.
+  Status CheckoutSnapshot(std::string_view label);
+  // Creates branch `name`: a store of its own at BranchPrefix(prefix, name) holding exactly
+  // what a reader of this store sees now (pending generations folded in, as for a snapshot;
+  // a pinned handle forks its version), sharing this store's files. Open it with Open(...,
+  // BranchPrefix(...), ...); writes to either store never show in the other. The branch
+  // starts without this store's merge watermarks and replication markers (it is a new,
+  // writable store). Returns the branch's prefix.
+  Result<std::string> Fork(std::string_view name);
+  Result<std::vector<table::BranchInfo>> ListBranches() const;
+  // Deletes the branch's store (every object under its prefix) and the files of this store
+  // only it used. Handles open on the branch fail afterwards.
+  Status DeleteBranch(std::string_view name);
+  static std::string BranchPrefix(std::string_view prefix, std::string_view name);
+
   SchemaPtr schema() const;
   const std::string& key_column() const;
   std::string shard_id() const;  // the shard UUID, canonical text
+  const std::string& prefix() const;
+  const std::shared_ptr<ObjectStore>& object_store() const;
 
   struct Impl;
 

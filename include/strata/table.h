@@ -249,6 +249,10 @@ struct CleanupResult {
   int64_t bytes_removed = 0;
 };
 
+// InvalidArgument unless `name` is a valid tag label or branch name (`what` names it in the
+// message, e.g. "tag label"): 1 to 128 characters of [A-Za-z0-9._-], not starting with '.'.
+Status CheckRefName(std::string_view what, std::string_view name);
+
 // A tag: a name for one version that keeps it readable (docs/format/table.md §13).
 struct TagInfo {
   std::string label;

@@ -3,7 +3,7 @@
 # examples/context-memory.jsonl (bad input writes nothing), the visibility rules through list
 # (expired, contradicted, --include-*), get by id and external id, update and delete with
 # their exit statuses, upsert, related, search, retrieve with both text scorings, stats, merge,
-# and stores of another kind refused.
+# snapshots, forks and checkouts, and stores of another kind refused.
 set -euo pipefail
 strata=$1
 examples=$2
@@ -113,6 +113,43 @@ before=$("$strata" context list "$s")
 "$strata" context stats "$s" | grep -q '"embedding_dim":4' || fail "stats"
 "$strata" context merge "$s" > /dev/null
 [[ $("$strata" context list "$s") == "$before" ]] || fail "merge changed the reads"
+
+# Snapshots, forks and checkouts: a snapshot keeps what readers saw; a branch is written to
+# on its own; --branch / --snapshot / --version select where a command works.
+snap=$("$strata" context snapshot "$s" before-fork)
+[[ $snap == *'"label":"before-fork"'* ]] || fail "snapshot: $snap"
+expect_exit 1 "$strata" context snapshot "$s" before-fork
+grep -q "already exists" "$work/err" || fail "snapshot twice: $(cat "$work/err")"
+expect_exit 1 "$strata" context snapshot "$s" "bad/label"
+expect_exit 1 "$strata" context snapshot "$s"
+grep -q "give one of LABEL, --list and --delete LABEL" "$work/err" || fail "no label"
+[[ $("$strata" context snapshot "$s" --list) == *'"label":"before-fork"'* ]] || fail "snapshot --list"
+fork=$("$strata" context fork "$s" trial)
+[[ $fork == *'"branch":"trial"'* ]] || fail "fork: $fork"
+printf '{"id":"branch-only","text_payload":"only on the branch","embedding":[0,0,1,0]}\n' \
+  > "$work/branch.jsonl"
+"$strata" context add "$s" "$work/branch.jsonl" --branch trial > /dev/null
+"$strata" context get "$s" --id branch-only --branch trial | grep -q branch-only || fail "branch get"
+expect_exit 1 "$strata" context get "$s" --id branch-only
+"$strata" context delete "$s" --id mem-003 > /dev/null
+expect_exit 1 "$strata" context get "$s" --id mem-003
+"$strata" context get "$s" --id mem-003 --branch trial > /dev/null || fail "parent delete on branch"
+"$strata" context get "$s" --id mem-003 --snapshot before-fork > /dev/null || fail "snapshot get"
+[[ $("$strata" context checkout "$s" --snapshot before-fork 2> "$work/summary") == "$before" ]] \
+  || fail "checkout of the snapshot differs from the list before it"
+grep -q "snapshot before-fork, base version" "$work/summary" || fail "summary: $(cat "$work/summary")"
+[[ $("$strata" context checkout "$s" --branch trial 2> /dev/null | ids | grep -c .) -eq \
+   $(( $(echo "$before" | grep -c .) + 1 )) ]] || fail "checkout --branch"
+expect_exit 1 "$strata" context checkout "$s"
+expect_exit 1 "$strata" context add "$s" "$work/branch.jsonl" --branch nope
+grep -q "no branch 'nope'" "$work/err" || fail "missing branch: $(cat "$work/err")"
+"$strata" context search "$s" --branch trial --vector '[0, 0, 1, 0]' --limit 1 | ids \
+  | grep -qx branch-only || fail "search on the branch"
+[[ $("$strata" context fork "$s" --list) == *'"branch":"trial"'* ]] || fail "fork --list"
+"$strata" context fork "$s" --delete trial > /dev/null
+[[ -z $("$strata" context fork "$s" --list) ]] || fail "branch not deleted"
+"$strata" context snapshot "$s" --delete before-fork > /dev/null
+expect_exit 1 "$strata" context checkout "$s" --snapshot before-fork
 
 # Another kind of store is refused without change.
 g=$work/generic

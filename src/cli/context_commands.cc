@@ -1,8 +1,8 @@
 // `strata context create | add | upsert | update | delete | list | get | related | search |
-// retrieve | stats | flush | merge | compact`: a context store (include/strata/context_store.h,
-// the store at the root of a local directory) from the command line. Records go in and come
-// out as JSON Lines in the context schema's column names (timestamps as RFC 3339 text or
-// integer microseconds in, RFC 3339 out; embeddings as arrays of numbers).
+// retrieve | snapshot | fork | checkout | stats | flush | merge | compact`: a context store
+// (include/strata/context_store.h, the store at the root of a local directory) from the command
+// line. Records go in and come out as JSON Lines in the context schema's column names (timestamps
+// as RFC 3339 text or integer microseconds in, RFC 3339 out; embeddings as arrays of numbers).
 #include "context_commands.h"
 
 #include <fmt/format.h>
@@ -70,6 +70,45 @@ Result<std::unique_ptr<ContextStore>> OpenStore(const std::string& dir, const st
       ContextStore::Open(std::move(objects), "", std::move(options), create);
   if (!opened.ok()) return opened.status().WithContext(dir);
   return opened;
+}
+
+// Where a command reads or writes: the store itself, one of its branches (--branch), and for
+// reads a snapshot (--snapshot) or base version (--version) of either.
+struct At {
+  std::string branch;
+  std::string snapshot;
+  uint64_t version = 0;
+};
+
+Result<std::unique_ptr<ContextStore>> OpenAt(const std::string& dir, const std::string& shard,
+                                             const At& at) {
+  if (!at.snapshot.empty() && at.version != 0) {
+    return Status::InvalidArgument("give at most one of --snapshot and --version");
+  }
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s,
+                          OpenStore(dir, at.branch.empty() ? shard : ""));
+  if (!at.branch.empty()) {
+    store::ContextStoreOptions options;
+    options.base.shard_id = shard;
+    Result<std::unique_ptr<ContextStore>> branch = s->OpenBranch(at.branch, std::move(options));
+    if (!branch.ok()) return branch.status().WithContext(dir);
+    STRATA_RETURN_IF_ERROR(s->Close());
+    s = std::move(*branch);
+  }
+  Status pinned = !at.snapshot.empty() ? s->CheckoutSnapshot(at.snapshot)
+                  : at.version != 0    ? s->Checkout(at.version)
+                                       : Status::OK();
+  if (!pinned.ok()) return pinned.WithContext(dir);
+  return s;
+}
+
+// --branch on every command; --snapshot / --version on reads.
+void AddAtOptions(CLI::App* cmd, At* at, bool reads) {
+  cmd->add_option("--branch", at->branch, "Work on this branch of the store (see `fork`)");
+  if (!reads) return;
+  cmd->add_option("--snapshot", at->snapshot, "Read this snapshot (see `snapshot`)");
+  cmd->add_option("--version", at->version, "Read this base table version")
+      ->check(IntegerAtLeast<uint64_t>(1));
 }
 
 // JSON Lines of records in the store's columns (metadata as a JSON object or as JSON text).
@@ -203,10 +242,11 @@ struct WriteOptions {
   std::string dir;
   std::vector<std::string> files;
   std::string shard;
+  At at;
 };
 
 Status RunAdd(const WriteOptions& opt) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, opt.shard));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, opt.shard, opt.at));
   STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> records, ReadRecords(*s, opt.files));
   if (records.empty()) return WriteStdout("no records to add\n");
   const size_t n = records.size();
@@ -217,7 +257,7 @@ Status RunAdd(const WriteOptions& opt) {
 }
 
 Status RunUpsert(const WriteOptions& opt) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, opt.shard));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, opt.shard, opt.at));
   STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> records, ReadRecords(*s, opt.files));
   if (records.empty()) return WriteStdout("no records to upsert\n");
   Result<std::vector<store::UpsertResult>> done = s->UpsertManyByExternalId(std::move(records));
@@ -239,6 +279,7 @@ struct KeyOptions {
   std::string external_id;
   std::string shard;
   std::string patch;
+  At at;
 };
 
 Result<store::ContextPatch> ParsePatch(const ContextStore& s, const std::string& text) {
@@ -281,7 +322,7 @@ Result<store::ContextPatch> ParsePatch(const ContextStore& s, const std::string&
 // (exit status 1 when not).
 Result<bool> RunUpdate(const KeyOptions& opt) {
   STRATA_RETURN_IF_ERROR(CheckOneKey(opt.id, opt.external_id));
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, opt.shard));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, opt.shard, opt.at));
   STRATA_ASSIGN_OR_RETURN(store::ContextPatch patch, ParsePatch(*s, opt.patch));
   Result<std::optional<store::UpdateResult>> updated =
       opt.id.empty() ? s->UpdateByExternalId(opt.external_id, patch) : s->UpdateById(opt.id, patch);
@@ -300,7 +341,7 @@ Result<bool> RunUpdate(const KeyOptions& opt) {
 
 Result<bool> RunDelete(const KeyOptions& opt) {
   STRATA_RETURN_IF_ERROR(CheckOneKey(opt.id, opt.external_id));
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, opt.shard));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, opt.shard, opt.at));
   Result<bool> deleted =
       opt.id.empty() ? s->DeleteByExternalId(opt.external_id) : s->DeleteById(opt.id);
   if (!deleted.ok()) return deleted.status().WithContext(opt.dir);
@@ -311,7 +352,7 @@ Result<bool> RunDelete(const KeyOptions& opt) {
 
 Result<bool> RunGet(const KeyOptions& opt) {
   STRATA_RETURN_IF_ERROR(CheckOneKey(opt.id, opt.external_id));
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, ""));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, "", opt.at));
   Result<std::optional<ContextRecord>> got =
       opt.id.empty() ? s->GetByExternalId(opt.external_id) : s->GetById(opt.id);
   if (!got.ok()) return got.status().WithContext(opt.dir);
@@ -322,6 +363,7 @@ Result<bool> RunGet(const KeyOptions& opt) {
 
 struct ReadOptions {
   std::string dir;
+  At at;
   std::string filter;
   int64_t limit = 100;
   int64_t offset = 0;
@@ -343,7 +385,7 @@ store::LifecycleQueryOptions Lifecycle(const ReadOptions& opt) {
 
 Status RunList(const ReadOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(store::RecordFilters filters, ParseFilter(opt.filter));
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, ""));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, "", opt.at));
   std::optional<store::ReadProjection> projection;
   if (opt.no_embedding) projection = store::ReadProjection{.embedding = false};
   Result<std::vector<ContextRecord>> listed =
@@ -353,7 +395,7 @@ Status RunList(const ReadOptions& opt) {
 }
 
 Status RunRelated(const ReadOptions& opt) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, ""));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, "", opt.at));
   Result<std::vector<ContextRecord>> related = s->ListRelated(
       opt.target, opt.relation.empty() ? std::nullopt : std::optional<std::string>(opt.relation),
       opt.limit);
@@ -364,7 +406,7 @@ Status RunRelated(const ReadOptions& opt) {
 Status RunSearch(const ReadOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(std::vector<float> query, ParseVector(opt.vector));
   STRATA_ASSIGN_OR_RETURN(store::RecordFilters filters, ParseFilter(opt.filter));
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, ""));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, "", opt.at));
   Result<std::vector<store::SearchResult>> found =
       s->Search(query, opt.limit, filters, Lifecycle(opt));
   if (!found.ok()) return found.status().WithContext(opt.dir);
@@ -388,7 +430,7 @@ Status RunRetrieve(const ReadOptions& opt) {
   options.lifecycle = Lifecycle(opt);
   options.text_scoring =
       opt.scoring == "overlap" ? store::TextScoring::kOverlap : store::TextScoring::kBm25;
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(opt.dir, ""));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, "", opt.at));
   Result<std::vector<store::RetrieveResult>> found = s->Retrieve(options);
   if (!found.ok()) return found.status().WithContext(opt.dir);
   for (const store::RetrieveResult& r : *found) {
@@ -403,8 +445,9 @@ Status RunRetrieve(const ReadOptions& opt) {
   return FlushStdout();
 }
 
-Status RunStats(const std::string& dir) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenStore(dir, ""));
+Status RunStats(const ReadOptions& opt) {
+  const std::string& dir = opt.dir;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(dir, "", opt.at));
   Result<std::vector<ContextRecord>> visible =
       s->ListFiltered({}, std::nullopt, 0, {}, store::ReadProjection{false, false, false});
   if (!visible.ok()) return visible.status().WithContext(dir);
@@ -420,6 +463,92 @@ Status RunStats(const std::string& dir) {
   return FlushStdout();
 }
 
+struct VersionOptions {
+  std::string dir;
+  std::string name;  // snapshot label / branch name
+  At at;
+  bool list = false;
+  std::string remove;
+};
+
+Json TagJson(const table::TagInfo& tag) {
+  return {{"label", tag.label},
+          {"version", tag.version},
+          {"committed_at_micros", tag.timestamp_micros}};
+}
+
+// snapshot DIR LABEL | --list | --delete LABEL
+Status RunSnapshot(const VersionOptions& opt) {
+  if (opt.list + !opt.remove.empty() + !opt.name.empty() != 1) {
+    return Status::InvalidArgument("give one of LABEL, --list and --delete LABEL");
+  }
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, "", opt.at));
+  if (opt.list) {
+    Result<std::vector<table::TagInfo>> tags = s->ListSnapshots();
+    if (!tags.ok()) return tags.status().WithContext(opt.dir);
+    for (const table::TagInfo& tag : *tags) STRATA_RETURN_IF_ERROR(PrintJson(TagJson(tag)));
+    return FlushStdout();
+  }
+  if (!opt.remove.empty()) {
+    Status deleted = s->DeleteSnapshot(opt.remove);
+    if (!deleted.ok()) return deleted.WithContext(opt.dir);
+    return WriteStdout(fmt::format("deleted snapshot {}\n", opt.remove));
+  }
+  Result<table::TagInfo> tag = s->Snapshot(opt.name);
+  if (!tag.ok()) return tag.status().WithContext(opt.dir);
+  STRATA_RETURN_IF_ERROR(s->Close());
+  STRATA_RETURN_IF_ERROR(PrintJson(TagJson(*tag)));
+  return FlushStdout();
+}
+
+// fork DIR BRANCH | --list | --delete BRANCH
+Status RunFork(const VersionOptions& opt) {
+  if (opt.list + !opt.remove.empty() + !opt.name.empty() != 1) {
+    return Status::InvalidArgument("give one of BRANCH, --list and --delete BRANCH");
+  }
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, "", opt.at));
+  if (opt.list) {
+    Result<std::vector<table::BranchInfo>> branches = s->ListBranches();
+    if (!branches.ok()) return branches.status().WithContext(opt.dir);
+    for (const table::BranchInfo& b : *branches) {
+      STRATA_RETURN_IF_ERROR(
+          PrintJson({{"branch", b.name}, {"forked_from_version", b.forked_from}}));
+    }
+    return FlushStdout();
+  }
+  if (!opt.remove.empty()) {
+    Status deleted = s->DeleteBranch(opt.remove);
+    if (!deleted.ok()) return deleted.WithContext(opt.dir);
+    return WriteStdout(fmt::format("deleted branch {}\n", opt.remove));
+  }
+  Result<std::unique_ptr<ContextStore>> branch = s->Fork(opt.name);
+  if (!branch.ok()) return branch.status().WithContext(opt.dir);
+  Json j = {{"branch", opt.name}, {"version", (*branch)->version()}};
+  STRATA_RETURN_IF_ERROR((*branch)->Close());
+  STRATA_RETURN_IF_ERROR(s->Close());
+  STRATA_RETURN_IF_ERROR(PrintJson(j));
+  return FlushStdout();
+}
+
+// checkout DIR --snapshot L | --version N | --branch B: the visible records there, as list
+// prints them, after a one-line summary on stderr.
+Status RunCheckout(const ReadOptions& opt) {
+  if (opt.at.branch.empty() && opt.at.snapshot.empty() && opt.at.version == 0) {
+    return Status::InvalidArgument("give --snapshot LABEL, --version N or --branch NAME");
+  }
+  STRATA_ASSIGN_OR_RETURN(store::RecordFilters filters, ParseFilter(opt.filter));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, "", opt.at));
+  std::optional<store::ReadProjection> projection;
+  if (opt.no_embedding) projection = store::ReadProjection{.embedding = false};
+  Result<std::vector<ContextRecord>> listed =
+      s->ListFiltered(filters, opt.limit, opt.offset, Lifecycle(opt), projection);
+  if (!listed.ok()) return listed.status().WithContext(opt.dir);
+  std::string where = opt.at.branch.empty() ? "" : fmt::format("branch {}, ", opt.at.branch);
+  if (!opt.at.snapshot.empty()) where += fmt::format("snapshot {}, ", opt.at.snapshot);
+  fmt::print(stderr, "{}base version {}: {} records shown\n", where, s->version(), listed->size());
+  return PrintRecords(*s, *listed);
+}
+
 // Registers a command on one record by --id or --external-id (with --shard when it writes);
 // exit status 1 when `run` found no visible record.
 CLI::App* AddKeyCommand(CLI::App* group, int* exit_code, const char* name, const char* help,
@@ -430,6 +559,7 @@ CLI::App* AddKeyCommand(CLI::App* group, int* exit_code, const char* name, const
   cmd->add_option("--id", opt->id, "Record id");
   cmd->add_option("--external-id", opt->external_id, "Record external id");
   if (writes) cmd->add_option("--shard", opt->shard, kShardHelp);
+  AddAtOptions(cmd, &opt->at, /*reads=*/!writes);
   cmd->callback([opt, exit_code, run] {
     Result<bool> found = run(*opt);
     *exit_code = Finish(found.status());
@@ -440,6 +570,7 @@ CLI::App* AddKeyCommand(CLI::App* group, int* exit_code, const char* name, const
 
 void AddReadOptions(CLI::App* cmd, ReadOptions* opt, bool paged) {
   cmd->add_option("DIR", opt->dir, kDirHelp)->required();
+  AddAtOptions(cmd, &opt->at, /*reads=*/true);
   cmd->add_option("--filter", opt->filter,
                   "RecordFilters as JSON: bot_id, session_id, role, content_type, tenant, "
                   "source, created_at {gte, lte}; any other key matches metadata");
@@ -487,6 +618,7 @@ void AddContextCommands(CLI::App& app, int* exit_code) {
     cmd->add_option("DIR", write->dir, kDirHelp)->required();
     cmd->add_option("FILE", write->files, "JSON Lines inputs ('-' or none for stdin)");
     cmd->add_option("--shard", write->shard, kShardHelp);
+    AddAtOptions(cmd, &write->at, /*reads=*/false);
     cmd->callback(
         [write, exit_code, add] { *exit_code = Finish(add ? RunAdd(*write) : RunUpsert(*write)); });
   }
@@ -515,6 +647,7 @@ void AddContextCommands(CLI::App& app, int* exit_code) {
   related_cmd->add_option("TARGET", related->target, "Target record id")->required();
   related_cmd->add_option("--relation", related->relation, "Only this relation");
   related_cmd->add_option("--limit", related->limit, "Most records")->capture_default_str();
+  AddAtOptions(related_cmd, &related->at, /*reads=*/true);
   related_cmd->callback([related, exit_code] { *exit_code = Finish(RunRelated(*related)); });
 
   auto search = std::make_shared<ReadOptions>();
@@ -537,10 +670,42 @@ void AddContextCommands(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   retrieve_cmd->callback([retrieve, exit_code] { *exit_code = Finish(RunRetrieve(*retrieve)); });
 
-  auto stats_dir = std::make_shared<std::string>();
+  auto stats = std::make_shared<ReadOptions>();
   CLI::App* stats_cmd = group->add_subcommand("stats", "Print the store's counts and options");
-  stats_cmd->add_option("DIR", *stats_dir, kDirHelp)->required();
-  stats_cmd->callback([stats_dir, exit_code] { *exit_code = Finish(RunStats(*stats_dir)); });
+  stats_cmd->add_option("DIR", stats->dir, kDirHelp)->required();
+  AddAtOptions(stats_cmd, &stats->at, /*reads=*/true);
+  stats_cmd->callback([stats, exit_code] { *exit_code = Finish(RunStats(*stats)); });
+
+  auto snapshot = std::make_shared<VersionOptions>();
+  CLI::App* snapshot_cmd = group->add_subcommand(
+      "snapshot",
+      "Name what readers see now (pending rows folded in) as LABEL; it stays readable with "
+      "--snapshot LABEL until deleted");
+  snapshot_cmd->add_option("DIR", snapshot->dir, kDirHelp)->required();
+  snapshot_cmd->add_option("LABEL", snapshot->name, "Snapshot label ([A-Za-z0-9._-], 1-128)");
+  snapshot_cmd->add_flag("--list", snapshot->list, "List the snapshots instead");
+  snapshot_cmd->add_option("--delete", snapshot->remove, "Delete this snapshot instead");
+  AddAtOptions(snapshot_cmd, &snapshot->at, /*reads=*/true);
+  snapshot_cmd->callback([snapshot, exit_code] { *exit_code = Finish(RunSnapshot(*snapshot)); });
+
+  auto fork = std::make_shared<VersionOptions>();
+  CLI::App* fork_cmd = group->add_subcommand(
+      "fork",
+      "Create branch BRANCH from what readers see now (or from --snapshot / --version): a "
+      "writable store of its own sharing this one's files; use it with --branch BRANCH");
+  fork_cmd->add_option("DIR", fork->dir, kDirHelp)->required();
+  fork_cmd->add_option("BRANCH", fork->name, "Branch name ([A-Za-z0-9._-], 1-128)");
+  fork_cmd->add_flag("--list", fork->list, "List the branches instead");
+  fork_cmd->add_option("--delete", fork->remove, "Delete this branch (and its files) instead");
+  AddAtOptions(fork_cmd, &fork->at, /*reads=*/true);
+  fork_cmd->callback([fork, exit_code] { *exit_code = Finish(RunFork(*fork)); });
+
+  auto checkout = std::make_shared<ReadOptions>();
+  CLI::App* checkout_cmd = group->add_subcommand(
+      "checkout",
+      "Print the visible records of a snapshot, version or branch (a summary line on stderr)");
+  AddReadOptions(checkout_cmd, checkout.get(), /*paged=*/true);
+  checkout_cmd->callback([checkout, exit_code] { *exit_code = Finish(RunCheckout(*checkout)); });
 
   AddStoreMaintenanceCommands(
       *group, exit_code,

@@ -4,6 +4,7 @@
 #include "lsm/merge.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_set>
 #include <utility>
 
@@ -405,6 +406,45 @@ Result<MergeCommitResult> CommitMerge(
   result.generations_reclaimed = still_pending;
   if (delete_files) delete_files(shard, std::move(paths));
   return result;
+}
+
+// --- CommitPendingFold --------------------------------------------------------------------
+
+Result<uint64_t> CommitPendingFold(const std::shared_ptr<table::Table>& base,
+                                   const ReadView& view) {
+  if (!view.view.memtables.empty()) {
+    return Status::Internal("a pending fold reads generations only, not memtables");
+  }
+  if (view.view.generations.empty()) return view.base_version;
+  std::optional<int> key_column = base->primary_key_column();
+  if (!key_column.has_value()) {
+    return Status::InvalidArgument("folding pending generations needs a base table with a key");
+  }
+  // Deduplicate takes the generations oldest first; the view lists them newest first.
+  std::vector<ReadGeneration> read;
+  std::map<Uuid, uint64_t> highest;  // shard -> highest generation folded
+  for (auto gen = view.view.generations.rbegin(); gen != view.view.generations.rend(); ++gen) {
+    ReadGeneration one;
+    one.number = (*gen)->entry().generation();
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<table::BatchIterator> it, (*gen)->table()->Scan());
+    STRATA_ASSIGN_OR_RETURN(one.batches, it->ToBatches());
+    read.push_back(std::move(one));
+    uint64_t& top = highest[(*gen)->shard()];
+    top = std::max(top, (*gen)->entry().generation());
+  }
+  PreparedMerge folded;
+  STRATA_RETURN_IF_ERROR(Deduplicate(read, base->schema(), *key_column, folded));
+  table::UpsertOptions upsert;
+  upsert.delete_keys = std::move(folded.deleted_keys);
+  for (const auto& [shard, generation] : highest) {
+    const uint64_t before = WatermarkOf(view.watermarks, shard);
+    upsert.metadata_updates.Set(MergedWatermarkKey(shard), std::to_string(generation));
+    upsert.expected_metadata.Set(MergedWatermarkKey(shard),
+                                 before == 0 ? std::string() : std::to_string(before));
+  }
+  STRATA_RETURN_IF_ERROR(base->Refresh());
+  STRATA_ASSIGN_OR_RETURN(table::UpsertResult committed, base->Upsert(folded.rows, upsert));
+  return committed.version;
 }
 
 }  // namespace strata::lsm

@@ -18,6 +18,7 @@
 
 #include "lsm/generation.h"
 #include "lsm/lsm.pb.h"
+#include "lsm/read_view.h"
 #include "lsm/shard_manifest.h"
 #include "strata/merge_budget.h"
 #include "strata/metrics.h"
@@ -97,5 +98,18 @@ Result<MergeCommitResult> CommitMerge(
     const std::shared_ptr<table::Table>& base, ShardManifestStore& manifests,
     PreparedMerge prepared,
     const std::function<void(const Uuid& shard, std::vector<std::string> paths)>& delete_files);
+
+// Folds everything `view` holds pending into the base in one commit, for a snapshot or a fork
+// of the store (docs/format/lsm.md §11): the newest row per key over the view's generations (in
+// the view's newest-first order, across shards) replaces the base rows of those keys,
+// tombstoned keys are deleted, and each shard's merge watermark rises to the highest
+// generation of it the view holds. The commit is guarded on the view's watermarks: when a
+// merge committed meanwhile it is Aborted (nothing committed; build a new view and retry).
+// Shard manifests are not drained: readers skip what the watermarks cover, and each shard's
+// next merge drains those generations, exactly as after a merge that stopped between its base
+// commit and its drain. `base` is the store's writable base table; the view must hold no
+// memtables. Returns the base version holding the view's content: the view's own base version
+// when it has no generations (no commit).
+Result<uint64_t> CommitPendingFold(const std::shared_ptr<table::Table>& base, const ReadView& view);
 
 }  // namespace strata::lsm

@@ -314,6 +314,25 @@ Result<uint64_t> ContextStore::Write(const std::vector<ContextRecord>& records) 
   return base_->version();
 }
 
+Result<std::unique_ptr<ContextStore>> ContextStore::Fork(std::string_view name,
+                                                         ContextStoreOptions options) {
+  STRATA_ASSIGN_OR_RETURN(std::string prefix, base_->Fork(name));
+  return Open(base_->object_store(), std::move(prefix), std::move(options),
+              /*create_if_missing=*/false);
+}
+
+Result<std::unique_ptr<ContextStore>> ContextStore::OpenBranch(std::string_view name,
+                                                               ContextStoreOptions options) const {
+  STRATA_RETURN_IF_ERROR(table::CheckRefName("branch name", name));
+  const std::string prefix = StorageBase::BranchPrefix(base_->prefix(), name);
+  STRATA_ASSIGN_OR_RETURN(bool exists, table::Table::Exists(*base_->object_store(), prefix));
+  if (!exists) {
+    return Status::NotFound(fmt::format("no branch '{}' of the context store at {}", name,
+                                        base_->prefix().empty() ? "the root" : base_->prefix()));
+  }
+  return Open(base_->object_store(), prefix, std::move(options), /*create_if_missing=*/false);
+}
+
 Result<uint64_t> ContextStore::Add(std::vector<ContextRecord> records) {
   if (records.empty()) return base_->version();
   const std::string run_id = NewId();

@@ -553,7 +553,7 @@ class ContextModel {
 TEST_F(ContextStoreTest, ModelEveryReadAgreesWithAnIndependentModelAfterEveryStep) {
   ASSERT_OK_AND_ASSIGN(auto store, Open());
   ContextModel model;
-  std::mt19937 rng(20261204);
+  std::mt19937 rng(42);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   std::vector<std::string> ext_pool = {"e0", "e1", "e2", "e3", "e4"};
   int next_id = 0;
@@ -570,6 +570,7 @@ TEST_F(ContextStoreTest, ModelEveryReadAgreesWithAnIndependentModelAfterEverySte
     std::advance(it, pick(static_cast<int>(model.rows.size())));
     return it->first;
   };
+  std::map<std::string, ContextModel> snapshots;
   int replaced = 0;
   int updated_count = 0;
   int deleted_count = 0;
@@ -640,9 +641,13 @@ TEST_F(ContextStoreTest, ModelEveryReadAgreesWithAnIndependentModelAfterEverySte
       }
     } else if (op == 8) {  // time passes
       clock_.Advance(std::chrono::seconds(1));
-    } else {  // maintenance: merge, sometimes compaction
+    } else if (pick(2) == 0) {  // maintenance: merge, sometimes compaction
       ASSERT_OK(store->base().Cleanup().status());
       if (pick(3) == 0) ASSERT_OK(store->base().Compact().status());
+    } else {  // a snapshot, compared with a copy of the model at the end
+      const std::string label = fmt::format("s{}", step);
+      ASSERT_OK(store->Snapshot(label).status());
+      snapshots.emplace(label, model);
     }
     // Every read agrees with the model.
     const int64_t at = clock_.NowMicros();
@@ -672,11 +677,100 @@ TEST_F(ContextStoreTest, ModelEveryReadAgreesWithAnIndependentModelAfterEverySte
       }
     }
   }
+  // Every snapshot lists what the model held when it was taken (visibility as of now).
+  ASSERT_OK_AND_ASSIGN(auto reader, Open({}, "reader"));
+  for (const auto& [label, then] : snapshots) {
+    ASSERT_OK(reader->CheckoutSnapshot(label));
+    ASSERT_OK_AND_ASSIGN(auto listed, reader->List());
+    EXPECT_EQ(Ids(listed), then.List(clock_.NowMicros())) << label;
+  }
   // The run exercised what it claims to.
+  EXPECT_GT(snapshots.size(), 2u);
   EXPECT_GT(replaced, 0);
   EXPECT_GT(updated_count, 0);
   EXPECT_GT(deleted_count, 0);
   EXPECT_GT(refused, 0);
+}
+
+TEST_F(ContextStoreTest, SnapshotsForksAndCheckouts) {
+  ContextStoreOptions deferred;
+  deferred.seal_on_add = false;
+  ASSERT_OK_AND_ASSIGN(auto store, Open(deferred));
+  ASSERT_OK(store->Add({Rec("a", 0, "ext-a"), Rec("b", 1)}).status());
+  ASSERT_OK(store->Flush().status());
+  ASSERT_OK(store->base().Cleanup().status());  // a, b in the base
+  ASSERT_OK(store->Add({Rec("c", 2)}).status());
+  ASSERT_OK(store->Flush().status());             // c pending
+  ASSERT_OK(store->Add({Rec("d", 3)}).status());  // d unsealed: the snapshot seals it
+  ASSERT_OK_AND_ASSIGN(table::TagInfo tag, store->Snapshot("v1"));
+  const std::vector<std::string> v1 = {"a", "b", "c", "d"};
+  ASSERT_OK_AND_ASSIGN(auto listed, store->List());
+  EXPECT_EQ(Ids(listed), v1);
+
+  // Change everything afterwards: update, delete, add, merge, compact.
+  ContextPatch patch;
+  patch.bot_id = "bot";
+  ASSERT_OK_AND_ASSIGN(auto updated, store->UpdateByExternalId("ext-a", patch));
+  ASSERT_TRUE(updated.has_value());
+  ASSERT_OK(store->DeleteById("b").status());
+  ASSERT_OK(store->Add({Rec("e", 4)}).status());
+  ASSERT_OK(store->Flush().status());
+  ASSERT_OK(store->base().Cleanup().status());
+  ASSERT_OK(store->base().Compact().status());
+
+  // A fork of the current state, written to on its own.
+  ASSERT_OK_AND_ASSIGN(auto fork, store->Fork("experiment"));
+  ASSERT_OK_AND_ASSIGN(auto now, store->List());
+  ASSERT_OK_AND_ASSIGN(auto forked, fork->List());
+  EXPECT_EQ(Ids(forked), Ids(now));
+  ASSERT_OK(fork->Add({Rec("only-in-fork", 5)}).status());
+  ASSERT_OK(fork->Flush().status());
+  ASSERT_OK_AND_ASSIGN(auto in_fork, fork->GetById("only-in-fork"));
+  EXPECT_TRUE(in_fork.has_value());
+  ASSERT_OK_AND_ASSIGN(auto in_parent, store->GetById("only-in-fork"));
+  EXPECT_FALSE(in_parent.has_value());
+  ASSERT_OK(store->Add({Rec("only-in-parent", 6)}).status());
+  ASSERT_OK(store->Flush().status());
+  ASSERT_OK_AND_ASSIGN(auto reopened, store->OpenBranch("experiment"));
+  ASSERT_OK_AND_ASSIGN(auto not_there, reopened->GetById("only-in-parent"));
+  EXPECT_FALSE(not_there.has_value());
+  ASSERT_OK_AND_ASSIGN(auto searched, reopened->Search({1, 0, 5}, 1));
+  ASSERT_EQ(searched.size(), 1u);
+  EXPECT_EQ(searched[0].record.id, "only-in-fork");
+  EXPECT_TRUE(store->OpenBranch("missing").status().IsNotFound());
+  EXPECT_TRUE(store->OpenBranch("../x").status().IsInvalidArgument());
+
+  // Checkout of the snapshot: exactly v1, read-only; RefreshLatest returns to now.
+  ASSERT_OK_AND_ASSIGN(auto reader, Open({}, "reader"));
+  ASSERT_OK(reader->CheckoutSnapshot("v1"));
+  ASSERT_OK_AND_ASSIGN(auto at_v1, reader->List());
+  EXPECT_EQ(Ids(at_v1), v1);
+  ASSERT_OK_AND_ASSIGN(auto old_a, reader->GetByExternalId("ext-a"));
+  ASSERT_TRUE(old_a.has_value());
+  EXPECT_EQ(old_a->id, "a");
+  EXPECT_FALSE(old_a->bot_id.has_value());
+  EXPECT_TRUE(reader->Add({Rec("x", 9)}).status().IsInvalidArgument());
+  // A fork of the checked-out snapshot.
+  ASSERT_OK_AND_ASSIGN(auto from_v1, reader->Fork("from-v1"));
+  ASSERT_OK_AND_ASSIGN(auto from_v1_rows, from_v1->List());
+  EXPECT_EQ(Ids(from_v1_rows), v1);
+  ASSERT_OK(reader->RefreshLatest());
+  ASSERT_OK_AND_ASSIGN(auto latest, reader->List());
+  EXPECT_EQ(latest.size(), now.size() + 1);
+
+  ASSERT_OK_AND_ASSIGN(auto snapshots, store->ListSnapshots());
+  ASSERT_EQ(snapshots.size(), 1u);
+  EXPECT_EQ(snapshots[0].label, "v1");
+  EXPECT_EQ(snapshots[0].version, tag.version);
+  ASSERT_OK_AND_ASSIGN(auto branches, store->ListBranches());
+  ASSERT_EQ(branches.size(), 2u);
+  ASSERT_OK(fork->Close());
+  ASSERT_OK(reopened->Close());
+  ASSERT_OK(store->DeleteBranch("experiment"));
+  ASSERT_OK(store->DeleteSnapshot("v1"));
+  EXPECT_TRUE(reader->CheckoutSnapshot("v1").IsNotFound());
+  ASSERT_OK_AND_ASSIGN(auto rest, store->List());
+  EXPECT_EQ(rest.size(), now.size() + 1);
 }
 
 }  // namespace

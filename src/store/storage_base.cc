@@ -29,6 +29,11 @@ namespace strata::store {
 namespace {
 
 constexpr int kMergeAttempts = 3;
+// Base-table metadata that belongs to one store and not to a branch forked from it: its
+// shards' merge watermarks and the replication layer's markers (src/replication: a replica's
+// chain and state, a source's export state).
+constexpr std::string_view kStoreOwnMetadataPrefixes[] = {lsm::kMergedWatermarkPrefix,
+                                                          "strata:replica:", "strata:replication:"};
 
 static_assert(kPendingGenerationsExceeded == lsm::kPendingGenerationsExceededPrefix);
 
@@ -351,6 +356,14 @@ struct StorageBase::Impl {
   }
 
   Result<MergeReport> RunMerge(int min_generations, bool seal_first);
+  // The base version holding everything a reader of the store sees now: the pinned version,
+  // or, after sealing this handle's memtable, the version lsm::CommitPendingFold commits.
+  Result<uint64_t> FoldForSnapshot();
+  // The table a snapshot or fork is taken from: the pinned one, or the base.
+  std::shared_ptr<table::Table> SourceTable() const {
+    std::shared_ptr<table::Table> p = Pinned();
+    return p != nullptr ? p : base;
+  }
   // The two steps of a merge: Prepare takes no lock; Commit REQUIRES merge_mutex.
   Result<std::optional<lsm::PreparedMerge>> Prepare(int min_generations, bool seal_first);
   Result<MergeReport> Commit(lsm::PreparedMerge prepared);
@@ -768,6 +781,36 @@ Result<MergeReport> StorageBase::Impl::RunMerge(int min_generations, bool seal_f
   return last;
 }
 
+Result<uint64_t> StorageBase::Impl::FoldForSnapshot() {
+  if (std::shared_ptr<table::Table> p = Pinned()) return p->version();
+  if (std::shared_ptr<lsm::ShardWriter> own = CurrentWriter()) {
+    STRATA_ASSIGN_OR_RETURN(lsm::SealOutcome sealed, own->Seal(/*wait=*/true));
+    // Fenced: another writer claimed the shard and replays (publishes) these rows itself.
+    if (sealed == lsm::SealOutcome::kFenced) InvalidateWriter(own);
+  }
+  Status last;
+  for (int attempt = 0; attempt < lsm::ReadViewSource::kReadAttempts; ++attempt) {
+    STRATA_ASSIGN_OR_RETURN(lsm::ReadView view, reader->Build(lsm::ReadScope::kAll, nullptr, {}));
+    Result<uint64_t> folded = lsm::CommitPendingFold(base, view);
+    if (folded.ok()) {
+      if (!view.view.generations.empty()) {
+        // Best effort: drain the own shard's folded generations now rather than at its next
+        // merge (until then readers skip them by the watermark; a failure changes nothing).
+        RunMerge(1, /*seal_first=*/false).status().IgnoreError();
+      }
+      return *folded;
+    }
+    // Aborted: a merge committed since the view was built. NotFound: a generation's files
+    // went away under the fold (a merge drained it). Either way, look again.
+    if (!folded.status().IsAborted() && !folded.status().IsNotFound()) return folded.status();
+    last = folded.status();
+  }
+  return Status::Busy(fmt::format(
+      "merges kept committing while the store's pending rows were folded for a snapshot; "
+      "retry ({})",
+      last.message()));
+}
+
 Result<MergeReport> StorageBase::MaybeMerge() {
   if (impl_->options.merge_after_generations <= 0) {
     STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
@@ -956,11 +999,74 @@ Status StorageBase::RefreshLatest() {
 
 bool StorageBase::pinned() const { return impl_->Pinned() != nullptr; }
 
+Result<table::TagInfo> StorageBase::CreateSnapshot(std::string_view label) {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
+  STRATA_RETURN_IF_ERROR(table::CheckRefName("snapshot label", label));
+  STRATA_ASSIGN_OR_RETURN(uint64_t version, impl_->FoldForSnapshot());
+  return impl_->SourceTable()->CreateTag(label, version);
+}
+
+Result<std::vector<table::TagInfo>> StorageBase::ListSnapshots() const {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
+  return impl_->base->ListTags();
+}
+
+Status StorageBase::DeleteSnapshot(std::string_view label) {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
+  return impl_->base->DeleteTag(label);
+}
+
+Status StorageBase::CheckoutSnapshot(std::string_view label) {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> at, impl_->base->CheckoutTag(label));
+  MutexLock lock(impl_->state_mutex);
+  impl_->pinned = std::move(at);
+  return Status::OK();
+}
+
+std::string StorageBase::BranchPrefix(std::string_view prefix, std::string_view name) {
+  return table::Table::BranchPrefix(prefix, name);
+}
+
+Result<std::string> StorageBase::Fork(std::string_view name) {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
+  STRATA_RETURN_IF_ERROR(table::CheckRefName("branch name", name));
+  STRATA_ASSIGN_OR_RETURN(uint64_t version, impl_->FoldForSnapshot());
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> branch,
+                          impl_->SourceTable()->CreateBranch(name, version));
+  const KeyValueMetadata inherited = branch->metadata();
+  KeyValueMetadata dropped;
+  for (const auto& [key, value] : inherited.entries()) {
+    for (std::string_view own : kStoreOwnMetadataPrefixes) {
+      if (key.starts_with(own)) dropped.Set(key, "");
+    }
+  }
+  if (!dropped.entries().empty()) {
+    STRATA_RETURN_IF_ERROR(branch->UpdateMetadata(dropped).status().WithContext(
+        fmt::format("branch '{}': clearing the parent's merge and replication markers", name)));
+  }
+  return BranchPrefix(impl_->prefix, name);
+}
+
+Result<std::vector<table::BranchInfo>> StorageBase::ListBranches() const {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
+  return impl_->base->ListBranches();
+}
+
+Status StorageBase::DeleteBranch(std::string_view name) {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
+  return impl_->base->DeleteBranch(name);
+}
+
 SchemaPtr StorageBase::schema() const { return impl_->Schema(); }
 
 const std::string& StorageBase::key_column() const { return impl_->options.key_column; }
 
 std::string StorageBase::shard_id() const { return impl_->shard.ToString(); }
+
+const std::string& StorageBase::prefix() const { return impl_->prefix; }
+
+const std::shared_ptr<ObjectStore>& StorageBase::object_store() const { return impl_->store; }
 
 Result<std::optional<std::string>> OwningStoreKind(ObjectStore& store, std::string_view prefix,
                                                    const Schema& base_schema) {

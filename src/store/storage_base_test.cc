@@ -704,5 +704,103 @@ TEST_F(StorageBaseTest, ObserveFailsLikeReadsWhenTheNewestShardManifestIsDamaged
   EXPECT_EQ(fresh->PendingGenerations().status().ToString(), scanned.status().ToString());
 }
 
+// --- Snapshots and branches --------------------------------------------------------------
+
+// Two writers (shards) with rows in the base, in pending generations of both shards (a
+// tombstone among them) and in one writer's memtable: what a snapshot and a fork hold is what
+// a reader saw, and neither changes afterwards.
+TEST_F(StorageBaseTest, SnapshotAndForkHoldWhatAReaderSawIncludingPendingGenerations) {
+  StorageBaseOptions a_options;
+  a_options.shard_id = "writer-a";
+  ASSERT_OK_AND_ASSIGN(auto a, OpenBase(a_options));
+  StorageBaseOptions b_options;
+  b_options.shard_id = "writer-b";
+  ASSERT_OK_AND_ASSIGN(auto b, OpenBase(b_options));
+  ASSERT_OK(a->Put({Items({{"k1", "base", 1}, {"k2", "base", 2}, {"k3", "base", 3}})}));
+  ASSERT_OK(a->Cleanup().status());  // k1..k3 in the base
+  ASSERT_OK(b->Put({Items({{"k1", "b", 10}, {"k4", "b", 40}})}));
+  ASSERT_OK(b->Flush().status());  // pending in shard b
+  ASSERT_OK(a->DeleteKeys({expr::Scalar::String("k2")}));
+  ASSERT_OK(a->Flush().status());                        // a tombstone pending in shard a
+  ASSERT_OK(a->Put({Items({{"k3", "memtable", 30}})}));  // unsealed in a's memtable
+  ASSERT_OK_AND_ASSIGN(int64_t pending, a->PendingGenerations());
+  ASSERT_EQ(pending, 2);
+
+  const std::map<std::string, std::pair<std::string, int64_t>> seen = {
+      {"k1", {"b", 10}}, {"k3", {"memtable", 30}}, {"k4", {"b", 40}}};
+  ASSERT_OK_AND_ASSIGN(table::TagInfo tag, a->CreateSnapshot("before"));
+  EXPECT_EQ(tag.label, "before");
+  EXPECT_TRUE(a->CreateSnapshot("before").status().IsAlreadyExists());
+  EXPECT_TRUE(a->CreateSnapshot("no/slash").status().IsInvalidArgument());
+  ASSERT_OK_AND_ASSIGN(auto now, a->Scan({}));
+  EXPECT_EQ(Rows(now), seen);  // folding changed nothing a reader sees
+  ASSERT_OK_AND_ASSIGN(auto from_b, b->Scan({}));
+  EXPECT_EQ(Rows(from_b), seen);
+
+  ASSERT_OK_AND_ASSIGN(std::string branch_prefix, a->Fork("exp"));
+  EXPECT_EQ(branch_prefix, prefix_ + "_branches/exp/");
+  EXPECT_TRUE(a->Fork("exp").status().IsAlreadyExists());
+
+  // Writes on both sides after the fork; the parent's pending generations merge.
+  ASSERT_OK(b->Put({Items({{"k5", "after", 5}})}));
+  ASSERT_OK(b->Flush().status());
+  ASSERT_OK(b->Cleanup().status());
+  ASSERT_OK(a->Cleanup().status());
+  ASSERT_OK(a->Compact().status());
+  StorageBaseOptions branch_options;
+  branch_options.shard_id = "branch-writer";
+  branch_options.schema = ItemSchema();
+  branch_options.key_column = "id";
+  ASSERT_OK_AND_ASSIGN(auto branch, StorageBase::Open(store_, branch_prefix, branch_options,
+                                                      /*create_if_missing=*/false));
+  ASSERT_OK_AND_ASSIGN(auto in_branch, branch->Scan({}));
+  EXPECT_EQ(Rows(in_branch), seen);
+  ASSERT_OK(branch->Put({Items({{"k1", "branch", 100}})}));
+  ASSERT_OK(branch->DeleteKeys({expr::Scalar::String("k4")}));
+  ASSERT_OK(branch->Flush().status());
+  ASSERT_OK_AND_ASSIGN(in_branch, branch->Scan({}));
+  EXPECT_EQ(Rows(in_branch), (std::map<std::string, std::pair<std::string, int64_t>>{
+                                 {"k1", {"branch", 100}}, {"k3", {"memtable", 30}}}));
+  ASSERT_OK_AND_ASSIGN(now, a->Scan({}));
+  auto parent_now = seen;
+  parent_now["k5"] = {"after", 5};
+  EXPECT_EQ(Rows(now), parent_now);
+  // The branch starts without the parent's watermarks: its own shard merges from 0.
+  ASSERT_OK(branch->Cleanup().status());
+  ASSERT_OK_AND_ASSIGN(in_branch, branch->Scan({}));
+  EXPECT_EQ(Rows(in_branch).size(), 2u);
+
+  // The snapshot reads what it held, from a fresh handle, whatever happened since.
+  ASSERT_OK_AND_ASSIGN(auto reader, OpenBase());
+  ASSERT_OK(reader->CheckoutSnapshot("before"));
+  EXPECT_TRUE(reader->pinned());
+  ASSERT_OK_AND_ASSIGN(auto tagged, reader->Scan({}));
+  EXPECT_EQ(Rows(tagged), seen);
+  EXPECT_TRUE(reader->Put({Items({{"x", "y", 1}})}).IsInvalidArgument());
+  EXPECT_TRUE(reader->CheckoutSnapshot("nope").IsNotFound());
+  // A pinned handle snapshots and forks the version it reads.
+  ASSERT_OK(reader->CreateSnapshot("again").status());
+  ASSERT_OK_AND_ASSIGN(std::string again_prefix, reader->Fork("from-snapshot"));
+  ASSERT_OK_AND_ASSIGN(auto again, StorageBase::Open(store_, again_prefix, branch_options, false));
+  ASSERT_OK_AND_ASSIGN(auto again_rows, again->Scan({}));
+  EXPECT_EQ(Rows(again_rows), seen);
+
+  ASSERT_OK_AND_ASSIGN(std::vector<table::TagInfo> snapshots, a->ListSnapshots());
+  ASSERT_EQ(snapshots.size(), 2u);
+  EXPECT_EQ(snapshots[0].label, "again");
+  EXPECT_EQ(snapshots[1].label, "before");
+  ASSERT_OK_AND_ASSIGN(std::vector<table::BranchInfo> branches, a->ListBranches());
+  ASSERT_EQ(branches.size(), 2u);
+  EXPECT_EQ(branches[0].name, "exp");
+  ASSERT_OK(a->DeleteSnapshot("again"));
+  ASSERT_OK(branch->Close());
+  ASSERT_OK(a->DeleteBranch("exp"));
+  ASSERT_OK_AND_ASSIGN(branches, a->ListBranches());
+  EXPECT_EQ(branches.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(table::VerifyReport report,
+                       VerifyStore(store_, prefix_, {.all_versions = true}));
+  EXPECT_TRUE(report.ok()) << ::testing::PrintToString(report.problems);
+}
+
 }  // namespace
 }  // namespace strata::store

@@ -172,18 +172,6 @@ Result<SnapshotPtr> SnapshotAt(const Table::Impl& impl, uint64_t version) {
 
 }  // namespace
 
-Status CheckRefName(std::string_view what, std::string_view name) {
-  const bool ok =
-      !name.empty() && name.size() <= kMaxRefNameLength && name.front() != '.' &&
-      std::all_of(name.begin(), name.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
-      });
-  if (ok) return Status::OK();
-  return Status::InvalidArgument(
-      fmt::format("{} '{}' must be 1 to {} characters of A-Z a-z 0-9 . _ - and not start with '.'",
-                  what, name, kMaxRefNameLength));
-}
-
 Status CollectFilesKeptByRefs(ObjectStore& store, const std::string& prefix,
                               std::unordered_set<std::string>* out) {
   return CollectSubtree(store, prefix, 0, /*include_history=*/false, out);
@@ -191,10 +179,22 @@ Status CollectFilesKeptByRefs(ObjectStore& store, const std::string& prefix,
 
 }  // namespace internal
 
+Status CheckRefName(std::string_view what, std::string_view name) {
+  const bool ok =
+      !name.empty() && name.size() <= internal::kMaxRefNameLength && name.front() != '.' &&
+      std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
+      });
+  if (ok) return Status::OK();
+  return Status::InvalidArgument(
+      fmt::format("{} '{}' must be 1 to {} characters of A-Z a-z 0-9 . _ - and not start with '.'",
+                  what, name, internal::kMaxRefNameLength));
+}
+
 // --- Tags -------------------------------------------------------------------------------
 
 Result<TagInfo> Table::CreateTag(std::string_view label, uint64_t version) {
-  STRATA_RETURN_IF_ERROR(internal::CheckRefName("tag label", label));
+  STRATA_RETURN_IF_ERROR(CheckRefName("tag label", label));
   ObjectStore& store = *impl_->context->store;
   const std::string& prefix = impl_->context->prefix;
   STRATA_ASSIGN_OR_RETURN(SnapshotPtr snapshot, internal::SnapshotAt(*impl_, version));
@@ -237,7 +237,7 @@ Result<std::vector<TagInfo>> Table::ListTags() const {
 }
 
 Status Table::DeleteTag(std::string_view label) {
-  STRATA_RETURN_IF_ERROR(internal::CheckRefName("tag label", label));
+  STRATA_RETURN_IF_ERROR(CheckRefName("tag label", label));
   ObjectStore& store = *impl_->context->store;
   const std::string& prefix = impl_->context->prefix;
   STRATA_ASSIGN_OR_RETURN(pb::Manifest manifest, internal::ReadTagManifest(store, prefix, label));
@@ -249,7 +249,7 @@ Status Table::DeleteTag(std::string_view label) {
 }
 
 Result<std::shared_ptr<Table>> Table::CheckoutTag(std::string_view label) const {
-  STRATA_RETURN_IF_ERROR(internal::CheckRefName("tag label", label));
+  STRATA_RETURN_IF_ERROR(CheckRefName("tag label", label));
   STRATA_ASSIGN_OR_RETURN(
       pb::Manifest manifest,
       internal::ReadTagManifest(*impl_->context->store, impl_->context->prefix, label));
@@ -268,7 +268,7 @@ std::string Table::BranchPrefix(std::string_view prefix, std::string_view name) 
 }
 
 Result<std::shared_ptr<Table>> Table::CreateBranch(std::string_view name, uint64_t version) {
-  STRATA_RETURN_IF_ERROR(internal::CheckRefName("branch name", name));
+  STRATA_RETURN_IF_ERROR(CheckRefName("branch name", name));
   const std::shared_ptr<internal::TableContext>& context = impl_->context;
   ObjectStore& store = *context->store;
   const std::string& prefix = context->prefix;
@@ -342,7 +342,7 @@ Result<std::vector<BranchInfo>> Table::ListBranches() const {
 }
 
 Status Table::DeleteBranch(std::string_view name) {
-  STRATA_RETURN_IF_ERROR(internal::CheckRefName("branch name", name));
+  STRATA_RETURN_IF_ERROR(CheckRefName("branch name", name));
   ObjectStore& store = *impl_->context->store;
   const std::string& prefix = impl_->context->prefix;
   const std::string ref_key = prefix + internal::BranchRefKey(name);

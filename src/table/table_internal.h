@@ -139,9 +139,6 @@ Status CheckAppendSchema(const Snapshot& snapshot, const Schema& schema);
 Result<std::vector<RecordBatch>> AlignAppendBatches(const Snapshot& snapshot,
                                                     const std::vector<RecordBatch>& batches);
 
-// InvalidArgument unless `name` is a valid tag label or branch name (`what` names which):
-// 1 to 128 characters of [A-Za-z0-9._-], not starting with '.'.
-Status CheckRefName(std::string_view what, std::string_view name);
 // Adds the files of the table at `prefix` (keys relative to it) that its tags use and that its
 // branches use, through every version, tag and branch of theirs (refs.cc).
 Status CollectFilesKeptByRefs(ObjectStore& store, const std::string& prefix,
