@@ -10,13 +10,18 @@
 #include <set>
 #include <utility>
 
+#include "store/vector_kernel.h"
+#include "strata/buffer.h"
 #include "strata/context_store.h"
+#include "strata/expr.h"
 
 namespace strata::store {
 namespace {
 
 constexpr double kBm25K1 = 1.2;
 constexpr double kBm25B = 0.75;
+// StorageBase::GetMany's key limit per call.
+constexpr size_t kGetManyKeys = 1024;
 
 bool IsWordCodepoint(utf8proc_int32_t c) {
   switch (utf8proc_category(c)) {
@@ -61,6 +66,209 @@ double Key(double v, bool descending) {
                       : std::numeric_limits<double>::infinity();
   }
   return v;
+}
+
+// Ranks search results: distance ascending (NaN last), then id.
+bool Closer(const SearchResult& a, const SearchResult& b) {
+  const double x = Key(a.distance, false);
+  const double y = Key(b.distance, false);
+  if (x != y) return x < y;
+  return a.record.id < b.record.id;
+}
+
+// Scores decoded records and keeps the k closest: the search over whole records, for when the
+// columnar path cannot answer (see Search).
+std::vector<SearchResult> ScoreRecords(DistanceMetric metric, const std::vector<float>& query,
+                                       size_t k, std::vector<ContextRecord> candidates) {
+  std::vector<SearchResult> scored;
+  for (ContextRecord& r : candidates) {
+    if (!r.embedding) continue;
+    const double distance = Distance(metric, query, *r.embedding);
+    scored.push_back(SearchResult{std::move(r), distance});
+  }
+  const size_t keep = std::min(scored.size(), k);
+  std::partial_sort(scored.begin(), scored.begin() + static_cast<ptrdiff_t>(keep), scored.end(),
+                    Closer);
+  scored.resize(keep);
+  return scored;
+}
+
+// What one search asks for; `now` is the expiry instant of its visibility rules.
+struct SearchRequest {
+  const std::vector<float>& query;
+  size_t k = 0;
+  const RecordFilters& filters;
+  const LifecycleQueryOptions& lifecycle;
+  int64_t now = 0;
+};
+
+// A visible row with an embedding, by its place in the scan, and its kernel distance.
+struct Candidate {
+  double distance = 0;
+  uint32_t batch = 0;
+  uint32_t row = 0;
+};
+
+// The scan's candidates (visible by rules 1-4, matching the filters) and their ids.
+struct ScoredRows {
+  std::vector<Candidate> candidates;
+  std::vector<Array> ids;  // per scanned batch, its id column
+  std::set<std::string, std::less<>> superseded;
+
+  std::string_view Id(const Candidate& c) const { return ids[c.batch].StringValue(c.row); }
+  bool Closer(const Candidate& a, const Candidate& b) const {
+    const double x = Key(a.distance, false);
+    const double y = Key(b.distance, false);
+    if (x != y) return x < y;
+    return Id(a) < Id(b);
+  }
+};
+
+// The columns the visibility rules (and `filters`) read, plus the embedding: what the scan of
+// a search projects, of those the store has.
+std::vector<std::string> SearchColumns(const Schema& schema, const RecordFilters& filters) {
+  std::vector<std::string> wanted = {
+      "id",         "created_at",       "content_type", "expires_at", "lifecycle_status",
+      "retired_at", "superseded_by_id", "supersedes_id"};
+  if (filters.bot_id) wanted.emplace_back("bot_id");
+  if (filters.session_id) wanted.emplace_back("session_id");
+  if (filters.role) wanted.emplace_back("role");
+  if (filters.tenant) wanted.emplace_back("tenant");
+  if (filters.source) wanted.emplace_back("source");
+  if (!filters.metadata.empty()) wanted.emplace_back("metadata");
+  wanted.emplace_back("embedding");
+  std::vector<std::string> out;
+  for (std::string& c : wanted) {
+    if (schema.GetFieldIndex(c) >= 0) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// Row `row` of the embedding column as Distance() sees it: a null item reads as NaN.
+std::vector<float> EmbeddingWithNulls(const Array& embedding, int64_t row) {
+  const auto [begin, end] = embedding.ValueRange(row);
+  const Array values = embedding.values_array();
+  std::vector<float> out;
+  out.reserve(static_cast<size_t>(end - begin));
+  for (int64_t i = begin; i < end; ++i) {
+    out.push_back(values.IsValid(i) ? values.Value<float>(i) : std::nanf(""));
+  }
+  return out;
+}
+
+// Whether items [begin, end) of `values` are all valid.
+bool ItemsValid(const Array& values, int64_t begin, int64_t end) {
+  const Buffer& validity = values.data()->buffers[0];
+  if (values.null_count() == 0 || validity.is_null()) return true;
+  const int64_t set = bit_util::CountSetBits(validity.data(), values.offset() + begin, end - begin);
+  return set == end - begin;
+}
+
+// One scan of the visibility columns and the embeddings: the kernel scores each batch's
+// vectors where they lie, and only the small columns are decoded into records.
+Result<ScoredRows> ScoreVisibleRows(const StorageBase& base, DistanceMetric metric,
+                                    const SearchRequest& request) {
+  ScanRequest scan;
+  scan.columns = SearchColumns(*base.schema(), request.filters);
+  ScoredRows out;
+  std::vector<double> distances;
+  auto consume = [&](RecordBatch batch) -> Status {
+    const int embedding_index = batch.schema()->GetFieldIndex("embedding");
+    if (embedding_index < 0) return Status::Internal("search scan returned no embedding column");
+    std::vector<int> others;
+    for (int c = 0; c < batch.num_columns(); ++c) {
+      if (c != embedding_index) others.push_back(c);
+    }
+    STRATA_ASSIGN_OR_RETURN(RecordBatch small, batch.Project(others));
+    STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> rows, DecodeContextRecords(small));
+    const Array& embedding = batch.column(embedding_index);
+    const Array values = embedding.values_array();
+    // Rows lie one after another in the child: row r at (offset + r) * dim.
+    const float* first = values.values<float>() + embedding.ValueRange(0).first;
+    distances.resize(rows.size());
+    VectorDistances(metric, request.query, first, rows.size(), distances.data());
+    const auto batch_index = static_cast<uint32_t>(out.ids.size());
+    out.ids.push_back(batch.GetColumnByName("id"));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const ContextRecord& r = rows[i];
+      if (!request.lifecycle.include_retired && r.supersedes_id && *r.supersedes_id != r.id) {
+        out.superseded.insert(*r.supersedes_id);
+      }
+      const auto row = static_cast<int64_t>(i);
+      if (embedding.IsNull(row) || !VisibleByLifecycle(r, request.lifecycle, request.now) ||
+          !request.filters.Matches(r)) {
+        continue;
+      }
+      double distance = distances[i];
+      const auto [begin, end] = embedding.ValueRange(row);
+      if (!ItemsValid(values, begin, end)) {
+        const std::vector<float> items = EmbeddingWithNulls(embedding, row);
+        VectorDistances(metric, request.query, items.data(), 1, &distance);
+      }
+      out.candidates.push_back(Candidate{distance, batch_index, static_cast<uint32_t>(i)});
+    }
+    return Status::OK();
+  };
+  auto restart = [&]() -> Status {
+    out = ScoredRows();
+    return Status::OK();
+  };
+  STRATA_RETURN_IF_ERROR(base.ScanEach(scan, consume, restart).status());
+  // Rule 4 needs every row's supersedes_id, so it applies once the scan is done.
+  if (!out.superseded.empty()) {
+    std::erase_if(out.candidates,
+                  [&](const Candidate& c) { return out.superseded.count(out.Id(c)) > 0; });
+  }
+  return out;
+}
+
+// Candidates whose kernel distance lies this close to the k-th one may rank either side of it
+// by Distance() (the two add the same terms in another order); they are scored again by it.
+double RoundingSlack(double kth) { return 1e-9 * std::max(1.0, std::abs(kth)); }
+
+// Reads the winners' whole records by id and ranks them by Distance(). Nullopt when a
+// winner's newest row is no longer the row the scan scored (written since).
+Result<std::optional<std::vector<SearchResult>>> FetchWinners(
+    const StorageBase& base, DistanceMetric metric, const SearchRequest& request,
+    const std::vector<std::string>& columns, ScoredRows& scored) {
+  std::vector<Candidate>& all = scored.candidates;
+  const size_t keep = std::min(all.size(), request.k);
+  auto closer = [&](const Candidate& a, const Candidate& b) { return scored.Closer(a, b); };
+  std::partial_sort(all.begin(), all.begin() + static_cast<ptrdiff_t>(keep), all.end(), closer);
+  std::vector<Candidate> chosen(all.begin(), all.begin() + static_cast<ptrdiff_t>(keep));
+  if (keep > 0 && keep < all.size() && std::isfinite(all[keep - 1].distance)) {
+    const double kth = all[keep - 1].distance;
+    for (size_t i = keep; i < all.size(); ++i) {
+      if (std::abs(all[i].distance - kth) <= RoundingSlack(kth)) chosen.push_back(all[i]);
+    }
+  }
+  std::vector<SearchResult> out;
+  for (size_t at = 0; at < chosen.size(); at += kGetManyKeys) {
+    const size_t end = std::min(chosen.size(), at + kGetManyKeys);
+    std::vector<expr::Scalar> keys;
+    for (size_t i = at; i < end; ++i) {
+      keys.push_back(expr::Scalar::String(std::string(scored.Id(chosen[i]))));
+    }
+    STRATA_ASSIGN_OR_RETURN(RecordBatch batch, base.GetMany(keys, columns));
+    STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> records, DecodeContextRecords(batch));
+    if (records.size() != end - at) return std::nullopt;
+    for (size_t i = at; i < end; ++i) {
+      ContextRecord& r = records[i - at];
+      if (r.id != scored.Id(chosen[i]) || !r.embedding ||
+          !VisibleByLifecycle(r, request.lifecycle, request.now) || !request.filters.Matches(r)) {
+        return std::nullopt;
+      }
+      double again = 0;
+      VectorDistances(metric, request.query, r.embedding->data(), 1, &again);
+      const double was = chosen[i].distance;
+      if (again != was && !(std::isnan(again) && std::isnan(was))) return std::nullopt;
+      const double distance = Distance(metric, request.query, *r.embedding);
+      out.push_back(SearchResult{std::move(r), distance});
+    }
+  }
+  std::sort(out.begin(), out.end(), Closer);
+  out.resize(keep);
+  return std::optional<std::vector<SearchResult>>(std::move(out));
 }
 
 }  // namespace
@@ -108,25 +316,21 @@ Result<std::vector<SearchResult>> ContextStore::Search(
   ReadProjection projection;
   projection.binary = blob_columns_.count("binary_payload") == 0;
   projection.text = blob_columns_.count("text_payload") == 0;
+  // One instant for every visibility check of this call, the fallback's included.
+  LifecycleQueryOptions at_now = lifecycle;
+  at_now.reference_time_micros = lifecycle.reference_time_micros.value_or(Now());
+  const SearchRequest request{query, static_cast<size_t>(k), filters, at_now,
+                              *at_now.reference_time_micros};
+  STRATA_ASSIGN_OR_RETURN(ScoredRows scored, ScoreVisibleRows(*base_, metric_, request));
+  STRATA_ASSIGN_OR_RETURN(
+      std::optional<std::vector<SearchResult>> winners,
+      FetchWinners(*base_, metric_, request, DefaultColumns(projection), scored));
+  if (winners) return std::move(*winners);
+  // A winner changed between the scan and the fetch (a concurrent delete or re-add): search
+  // again on one consistent read of whole records, as slow as that is.
   STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> candidates,
-                          ListFiltered(filters, std::nullopt, 0, lifecycle, projection));
-  std::vector<SearchResult> scored;
-  for (ContextRecord& r : candidates) {
-    if (!r.embedding) continue;
-    const double distance = Distance(metric_, query, *r.embedding);
-    scored.push_back(SearchResult{std::move(r), distance});
-  }
-  auto closer = [](const SearchResult& a, const SearchResult& b) {
-    const double x = Key(a.distance, false);
-    const double y = Key(b.distance, false);
-    if (x != y) return x < y;
-    return a.record.id < b.record.id;
-  };
-  const size_t keep = std::min(scored.size(), static_cast<size_t>(k));
-  std::partial_sort(scored.begin(), scored.begin() + static_cast<ptrdiff_t>(keep), scored.end(),
-                    closer);
-  scored.resize(keep);
-  return scored;
+                          ListFiltered(filters, std::nullopt, 0, at_now, projection));
+  return ScoreRecords(metric_, query, static_cast<size_t>(k), std::move(candidates));
 }
 
 Result<std::vector<RetrieveResult>> ContextStore::Retrieve(const RetrieveOptions& options) const {
@@ -149,7 +353,9 @@ Result<std::vector<RetrieveResult>> ContextStore::Retrieve(const RetrieveOptions
     std::vector<size_t> order;
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (!candidates[i].embedding) continue;
-      distance[i] = Distance(metric_, *options.vector, *candidates[i].embedding);
+      double d = 0;
+      VectorDistances(metric_, *options.vector, candidates[i].embedding->data(), 1, &d);
+      distance[i] = d;
       order.push_back(i);
     }
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -147,6 +148,132 @@ TEST_F(ContextSearchTest, SearchSeesOnlyVisibleFilteredRecordsAndTheNewestVersio
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].record.id, "a2");
   EXPECT_EQ(got[1].record.id, "b");
+}
+
+// The oracle of exact search: every visible record by ListFiltered, scored one by one.
+std::vector<std::pair<double, std::string>> BruteForce(const ContextStore& store,
+                                                       const std::vector<float>& query, size_t k,
+                                                       const RecordFilters& filters,
+                                                       const LifecycleQueryOptions& lifecycle) {
+  Result<std::vector<ContextRecord>> visible =
+      store.ListFiltered(filters, std::nullopt, 0, lifecycle);
+  EXPECT_TRUE(visible.ok()) << visible.status();
+  std::vector<std::pair<double, std::string>> out;
+  if (!visible.ok()) return out;
+  for (const ContextRecord& r : *visible) {
+    if (r.embedding) out.emplace_back(Expected(store.distance_metric(), query, *r.embedding), r.id);
+  }
+  auto key = [](double d) { return std::isnan(d) ? std::numeric_limits<double>::infinity() : d; };
+  std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
+    if (key(a.first) != key(b.first)) return key(a.first) < key(b.first);
+    return a.second < b.second;
+  });
+  out.resize(std::min(out.size(), k));
+  return out;
+}
+
+// Random adds (duplicate, null, NaN-holding and null-item-free embeddings; dimension 13, not a
+// multiple of any lane count), updates that keep the embedding (the superseded row scores
+// exactly as its successor), lifecycle changes, deletes, merges into the base table and
+// unflushed rows: every search equals the brute force over ListFiltered.
+TEST_F(ContextSearchTest, SearchEqualsBruteForceAcrossBaseGenerationsAndMemtable) {
+  constexpr int32_t kDim = 13;
+  const uint32_t seed = 20261204;
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> value(-1, 1);
+  for (DistanceMetric metric :
+       {DistanceMetric::kL2, DistanceMetric::kCosine, DistanceMetric::kDot}) {
+    SCOPED_TRACE(DistanceMetricName(metric));
+    ContextStoreOptions options;
+    options.embedding_dim = kDim;
+    options.distance_metric = metric;
+    options.base.shard_id = "solo";
+    options.base.clock = &clock_;
+    options.seal_on_add = false;  // rows stay in the memtable until a Flush
+    ASSERT_OK_AND_ASSIGN(
+        auto store, ContextStore::Open(store_, fmt::format("mixed-{}/", DistanceMetricName(metric)),
+                                       std::move(options)));
+    std::vector<std::vector<float>> seen;
+    std::vector<std::string> ids;
+    int next = 0;
+    auto random_vector = [&] {
+      std::vector<float> e(kDim);
+      for (float& x : e) x = value(rng);
+      return e;
+    };
+    for (int round = 0; round < 5; ++round) {
+      SCOPED_TRACE(fmt::format("round {}", round));
+      std::vector<ContextRecord> batch;
+      for (int i = 0; i < 30; ++i) {
+        ContextRecord r = Rec(fmt::format("r{:04}", next++), random_vector());
+        const int kind = static_cast<int>(rng() % 10);
+        if (kind == 0) r.embedding.reset();
+        if (kind == 1 && !seen.empty()) r.embedding = seen[rng() % seen.size()];  // a tie
+        if (kind == 2) (*r.embedding)[rng() % kDim] = std::nanf("");
+        if (kind == 3) r.embedding->assign(kDim, 0.0F);
+        r.bot_id = rng() % 2 == 0 ? "x" : "y";
+        r.metadata = fmt::format(R"({{"n":{}}})", rng() % 3);
+        if (r.embedding) seen.push_back(*r.embedding);
+        ids.push_back(r.id);
+        batch.push_back(std::move(r));
+      }
+      ASSERT_OK(store->Add(batch).status());
+      for (int i = 0; i < 10; ++i) {
+        const std::string& id = ids[rng() % ids.size()];
+        ContextPatch patch;
+        switch (rng() % 5) {
+          case 0:
+            patch.metadata = R"({"n":9})";
+            break;
+          case 1:
+            patch.lifecycle_status = "archived";
+            break;
+          case 2:
+            patch.retired_at_micros = kT0;
+            break;
+          case 3:
+            patch.expires_at_micros = kT0;  // already expired
+            break;
+          default:
+            ASSERT_OK(store->DeleteById(id).status());
+            continue;
+        }
+        ASSERT_OK(store->UpdateById(id, patch).status());
+      }
+      if (round % 2 == 0) ASSERT_OK(store->Flush().status());
+      if (round % 3 == 1) {
+        ASSERT_OK(store->Flush().status());
+        ASSERT_OK(store->base().Cleanup().status());
+      }
+      ASSERT_OK_AND_ASSIGN(RecordFilters bot_x, RecordFilters::FromJson(R"({"bot_id":"x"})"));
+      ASSERT_OK_AND_ASSIGN(RecordFilters n1, RecordFilters::FromJson(R"({"n":1})"));
+      RecordFilters none;
+      LifecycleQueryOptions retired;
+      retired.include_retired = true;
+      retired.include_expired = true;
+      for (const std::vector<float>& query : {random_vector(), seen[rng() % seen.size()]}) {
+        for (size_t k : {3, 1000}) {
+          for (const RecordFilters* filters : {&none, &bot_x, &n1}) {
+            for (const LifecycleQueryOptions& lifecycle : {LifecycleQueryOptions(), retired}) {
+              ASSERT_OK_AND_ASSIGN(
+                  auto got, store->Search(query, static_cast<int64_t>(k), *filters, lifecycle));
+              const auto want = BruteForce(*store, query, k, *filters, lifecycle);
+              ASSERT_EQ(got.size(), want.size());
+              for (size_t i = 0; i < got.size(); ++i) {
+                EXPECT_EQ(got[i].record.id, want[i].second) << i;
+                if (std::isnan(want[i].first)) {
+                  EXPECT_TRUE(std::isnan(got[i].distance)) << i;
+                } else {
+                  EXPECT_NEAR(got[i].distance, want[i].first, 1e-9) << i;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 // --- Retrieve ------------------------------------------------------------------------------
