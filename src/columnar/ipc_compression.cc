@@ -164,7 +164,8 @@ Result<int64_t> DecompressedBound(Compression codec, const Buffer& payload,
 
 }  // namespace
 
-Result<Buffer> CompressBuffer(Compression codec, int zstd_level, const Buffer& raw) {
+Result<Buffer> CompressBuffer(Compression codec, int zstd_level, const Buffer& raw,
+                              double min_space_savings) {
   if (raw.size() == 0 || codec == Compression::kNone) return raw;
   int64_t capacity = 0;
   if (codec == Compression::kZstd) {
@@ -190,7 +191,9 @@ Result<Buffer> CompressBuffer(Compression codec, int zstd_level, const Buffer& r
     STRATA_ASSIGN_OR_RETURN(compressed, CompressLz4(raw, dst, capacity));
   }
   int64_t prefix = raw.size();
-  if (compressed >= raw.size()) {  // no gain: store the bytes as they are
+  const auto worth_it = static_cast<double>(raw.size()) * (1.0 - min_space_savings);
+  if (compressed >= raw.size() || static_cast<double>(compressed) > worth_it) {
+    // Too little gain: store the bytes as they are, and every read skips the decompression.
     prefix = kStoredRaw;
     std::memcpy(dst, raw.data(), static_cast<size_t>(raw.size()));
     compressed = raw.size();

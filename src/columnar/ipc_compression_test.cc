@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -102,6 +103,35 @@ TEST_P(IpcCompressionTest, BuffersOfManySizesRoundTripOnSeveralThreads) {
   }
   for (std::thread& thread : threads) thread.join();
   for (int t = 0; t < 3; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+}
+
+// A buffer that shrinks by less than min_space_savings is stored raw (prefix -1), so reads skip
+// its decompression; with 0 any gain keeps it compressed.
+TEST_P(IpcCompressionTest, BuffersThatBarelyShrinkAreStoredRaw) {
+  const Compression codec = GetParam();
+  // Float32 values uniform in [-1, 1): the exponent bytes repeat, the mantissas do not.
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  std::vector<float> floats(64 << 10);
+  for (float& f : floats) f = uniform(rng);
+  const Buffer raw = Buffer::Copy(
+      std::string_view(reinterpret_cast<const char*>(floats.data()), floats.size() * 4));
+  ASSERT_OK_AND_ASSIGN(Buffer any_gain, CompressBuffer(codec, 1, raw, 0.0));
+  ASSERT_OK_AND_ASSIGN(Buffer tenth, CompressBuffer(codec, 1, raw, 0.1));
+  int64_t prefix = 0;
+  std::memcpy(&prefix, tenth.data(), 8);
+  EXPECT_EQ(prefix, -1) << "stored compressed: " << tenth.size() << " of " << raw.size();
+  EXPECT_EQ(tenth.size(), raw.size() + 8);
+  ASSERT_OK_AND_ASSIGN(Buffer back, Decompress(codec, tenth));
+  EXPECT_EQ(back.view(), raw.view());
+  ASSERT_OK_AND_ASSIGN(back, Decompress(codec, any_gain));
+  EXPECT_EQ(back.view(), raw.view());
+  // Text that compresses well stays compressed under the threshold.
+  const Buffer text = Buffer::Copy(CompressibleBytes(64 << 10, 3));
+  ASSERT_OK_AND_ASSIGN(Buffer packed, CompressBuffer(codec, 1, text, 0.1));
+  std::memcpy(&prefix, packed.data(), 8);
+  EXPECT_EQ(prefix, text.size());
+  EXPECT_LT(packed.size(), text.size() / 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Codecs, IpcCompressionTest,

@@ -173,8 +173,10 @@ Result<std::optional<RawMessage>> ReadMessage(MessageInput* input, const ReadOpt
 // ---- ipc_compression.cc
 
 // The stored form of one body buffer: empty stays empty; otherwise an int64 LE length prefix
-// and the compressed bytes, or -1 and the raw bytes when compression does not help.
-Result<Buffer> CompressBuffer(Compression codec, int zstd_level, const Buffer& raw);
+// and the compressed bytes, or -1 and the raw bytes when compression saves less than
+// `min_space_savings` of them (0: whenever it does not shrink them).
+Result<Buffer> CompressBuffer(Compression codec, int zstd_level, const Buffer& raw,
+                              double min_space_savings = 0);
 // Inverse of CompressBuffer. `budget` is the decompressed bytes still allowed for the
 // message; it shrinks by the declared length. Corruption (prefixed with `where`) for a
 // truncated prefix, a declared length beyond the budget or beyond what the compressed size

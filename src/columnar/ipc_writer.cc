@@ -27,6 +27,10 @@ Status CheckOptions(const WriteOptions& options) {
     return Status::InvalidArgument(
         fmt::format("zstd level must be within -7..22, not {}", options.zstd_level));
   }
+  if (!(options.min_space_savings >= 0 && options.min_space_savings <= 1)) {
+    return Status::InvalidArgument(fmt::format("IPC min_space_savings must be within 0..1, not {}",
+                                               options.min_space_savings));
+  }
   if (options.compression_threads < 1 || options.compression_threads > 64) {
     return Status::InvalidArgument(fmt::format(
         "IPC compression_threads must be within 1..64, not {}", options.compression_threads));
@@ -219,8 +223,8 @@ class MessageWriter {
   }
 
   void RunTask(const Task& task) {
-    Result<Buffer> compressed =
-        internal::CompressBuffer(options_.compression, options_.zstd_level, *task.buffer);
+    Result<Buffer> compressed = internal::CompressBuffer(options_.compression, options_.zstd_level,
+                                                         *task.buffer, options_.min_space_savings);
     if (compressed.ok()) *task.buffer = std::move(*compressed);
     MutexLock lock(mu_);
     if (!compressed.ok() && task.batch->status.ok()) task.batch->status = compressed.status();

@@ -376,7 +376,10 @@ TEST(DataFileDescribeTest, UnreadableObjectIsCorruption) {
       {"only the header", bytes.substr(0, written.header().length())},
       {"truncated by 10", bytes.substr(0, bytes.size() - 10)},
       {"truncated mid batch", bytes.substr(0, batch1.offset() + batch1.length() / 2)},
-      {"batch body", flipped(batch1.offset() + batch1.length() - 9)},
+      // (A flipped byte inside a body buffer is not structural: bodies that compress by less
+      // than WriteOptions::min_space_savings are stored raw, so only the checksums Describe
+      // records would tell.)
+      {"batch message length", flipped(batch1.offset() + 5)},
       {"footer", flipped(footer.offset() + footer.length() / 2)},
       {"schema message length", flipped(13)},
       {"trailing magic", flipped(bytes.size() - 2)},
