@@ -194,6 +194,23 @@ struct RecordFilters {
   bool Matches(const ContextRecord& record) const;
 };
 
+// The approximate vector index (HNSW per base fragment; docs/format/stores.md §5.4).
+struct VectorIndexOptions {
+  // Build indexes after merges and compactions of this handle (IndexVectors). Search uses
+  // whatever segments exist either way.
+  bool enabled = true;
+  // Fragments with fewer live rows are searched exactly (a small fragment is cheap to scan
+  // and is usually merged into a bigger one by the next compaction).
+  int64_t min_fragment_rows = 16384;
+  // HNSW graph degree and construction beam (hnswlib's M and ef_construction).
+  int m = 16;
+  int ef_construction = 200;
+  // Search beam (at least the number of results asked for).
+  int ef_search = 128;
+  // Threads building one graph (0: the machine's hardware threads).
+  int build_threads = 0;
+};
+
 struct ContextStoreOptions {
   // Every StorageBase knob except schema, key_column, store_kind and seal_on_put (the store
   // sets them); an empty shard_id is "default".
@@ -206,6 +223,7 @@ struct ContextStoreOptions {
   std::optional<DistanceMetric> distance_metric;
   // Adds are sealed at once (visible to every reader on return); false defers to Flush.
   bool seal_on_add = true;
+  VectorIndexOptions vector_index;
 };
 
 struct UpsertResult {
@@ -280,6 +298,11 @@ struct RetrieveResult {
 // lowercased, in order, repeats kept.
 std::vector<std::string> TextTokens(std::string_view text);
 
+enum class SearchMode {
+  kAuto,   // use the vector index where fragments have one
+  kExact,  // score every candidate
+};
+
 // Which payload columns a list returns (configured blob columns are left out by default).
 struct ReadProjection {
   bool text = true;
@@ -345,12 +368,21 @@ class ContextStore {
 
   // The `limit` (default 10; 0: none) visible records matching `filters` nearest to `query`
   // by the store's metric, ascending, ties by id; records without an embedding are skipped.
-  // Exact (every candidate is scored). InvalidArgument "query length N does not match
-  // embedding dimension D".
+  // kExact scores every candidate. kAuto searches base fragments that have a vector index
+  // (IndexVectors) through it — approximate: a true neighbour may be missed, every result is
+  // a visible matching record with its exact distance, and the result has min(limit, visible
+  // matches) records — and everything else (other fragments, pending rows) exactly.
+  // InvalidArgument "query length N does not match embedding dimension D".
   Result<std::vector<SearchResult>> Search(const std::vector<float>& query,
                                            std::optional<int64_t> limit = std::nullopt,
                                            const RecordFilters& filters = {},
-                                           const LifecycleQueryOptions& lifecycle = {}) const;
+                                           const LifecycleQueryOptions& lifecycle = {},
+                                           SearchMode mode = SearchMode::kAuto) const;
+  // Builds the vector index of every base fragment with at least
+  // vector_index.min_fragment_rows live rows that has none, one segment per fragment, and
+  // commits them in one base-table version. Returns how many fragments it indexed. Runs by
+  // itself after every merge and compaction of this handle when vector_index.enabled.
+  Result<int> IndexVectors();
   // Hybrid retrieval over the visible records matching the filters: a vector channel (every
   // record with an embedding, by distance, ties by id) and a text channel (records whose
   // text_payload shares a token with the query, by text score descending, ties by id) fused
@@ -392,7 +424,8 @@ class ContextStore {
 
  private:
   ContextStore(std::unique_ptr<StorageBase> base, int32_t dim, DistanceMetric metric,
-               std::set<std::string> blob_columns, Clock* clock, RandomSource* random);
+               std::set<std::string> blob_columns, Clock* clock, RandomSource* random,
+               VectorIndexOptions vector_index);
   int64_t Now() const;
   std::string NewId() const;
   // Every row of the view (newest per id, tombstones included) in `columns` (empty: all).
@@ -418,6 +451,11 @@ class ContextStore {
                                              const ContextPatch& patch);
   std::vector<std::string> DefaultColumns(const std::optional<ReadProjection>& p) const;
   Status CheckQuery(const std::vector<float>& query) const;
+  // The search through the vector index (context_ann.cc); nullopt when no base fragment of
+  // the read has an index (the caller searches exactly).
+  Result<std::optional<std::vector<SearchResult>>> SearchIndexed(
+      const std::vector<float>& query, size_t k, const RecordFilters& filters,
+      const LifecycleQueryOptions& lifecycle, const ReadProjection& projection) const;
 
   std::unique_ptr<StorageBase> base_;
   const int32_t embedding_dim_;
@@ -427,6 +465,10 @@ class ContextStore {
   RandomSource* const random_;
   struct WriteLock;  // validation + write of one call at a time on this handle
   std::unique_ptr<WriteLock> write_lock_;
+  VectorIndexOptions vector_index_;
+  struct AnnCache;  // per base version: the rows the index search checks, loaded graphs
+  static std::unique_ptr<AnnCache> NewAnnCache();
+  std::unique_ptr<AnnCache> ann_;
 };
 
 }  // namespace strata::store

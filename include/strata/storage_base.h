@@ -221,6 +221,28 @@ struct ScanRequest {
 
 enum class FlushOutcome { kSealed, kNoop, kFenced };
 
+// The keys a read's pending rows hold (ReadLayered). Keys are compared encoded: for a utf8 or
+// large_utf8 key column the encoding is the key's own bytes.
+class PendingKeys {
+ public:
+  virtual ~PendingKeys() = default;
+  virtual bool Contains(std::string_view encoded_key) const = 0;
+  virtual size_t size() const = 0;
+};
+
+// One consistent read split by source (ReadLayered), for readers that search the base table
+// through their own indexes.
+struct LayeredRead {
+  // Read-only, pinned to the read's base version (null when the store has no base table).
+  std::shared_ptr<table::Table> base;
+  // The newest live row of every key the pending generations (and, with read_own_writes, the
+  // own memtables) hold, in the requested columns.
+  std::vector<RecordBatch> pending;
+  // Every key those sources hold, tombstones included: a base row with one of these keys is
+  // not part of the read.
+  std::shared_ptr<const PendingKeys> pending_keys;
+};
+
 // What a merge did. A merge fails (an error Result) only when it changed nothing. Once its
 // base commit is made the merge returns OK with base_version set, and a failure of a step
 // after that commit — the drain of the shard manifest, fenced by a new writer of the shard
@@ -313,6 +335,9 @@ class StorageBase {
   Result<RecordBatch> GetMany(const std::vector<expr::Scalar>& keys,
                               const std::vector<std::string>& columns = {},
                               ListSource source = ListSource::kAll) const;
+  // The read split into its base version and its pending rows (`columns`; empty = all), from
+  // one consistent view: base rows are those of `base` whose key is not in pending_keys.
+  Result<LayeredRead> ReadLayered(const std::vector<std::string>& columns = {}) const;
   // Live keys (logical rows), optionally filtered.
   Result<int64_t> Count(ListSource source = ListSource::kAll, std::string_view filter = {}) const;
   // Counts of the base version and every shard's latest manifest. Reads each shard manifest
@@ -365,6 +390,11 @@ class StorageBase {
   // Drops base fragments whose files are missing (table::Table::Repair); commits nothing
   // when nothing is missing.
   Result<table::RepairReport> Repair();
+  // Called on the calling thread, with no lock held, after each merge commit (MaybeMerge,
+  // Cleanup, CommitPreparedMerge) and compaction of this handle that changed the base table
+  // (the context store builds its vector index there). Replaces any earlier listener; an
+  // empty function removes it.
+  void SetBaseChangeListener(std::function<void()> listener);
   // Blocks until the files of generations this handle's merges drained are deleted (each
   // waits generation_delete_delay_seconds first). Merges already running are not waited for.
   void WaitForPendingDeletions() const;
@@ -423,6 +453,9 @@ class StorageBase {
   std::string shard_id() const;  // the shard UUID, canonical text
   const std::string& prefix() const;
   const std::shared_ptr<ObjectStore>& object_store() const;
+  // The base table, for layers that keep secondary indexes of it (table.h "Secondary
+  // indexes"). Never append or delete rows through it: the store keeps one live row per key.
+  const std::shared_ptr<table::Table>& base_table() const;
 
   struct Impl;
 

@@ -101,6 +101,8 @@ struct ScanOptions {
   std::optional<int64_t> limit;
   // Append the kRowAddressColumn column.
   bool with_row_address = false;
+  // Only the fragments with these ids (an id the version lacks selects nothing); empty = all.
+  std::vector<uint32_t> fragment_ids;
 };
 
 // Batches of a scan, in fragment order and row order within a fragment. Batches are never
@@ -420,6 +422,28 @@ class Table {
   // Removes old versions and the files only they use. Never removes a file a kept version,
   // a tag or a branch (docs/format/table.md §13) uses, nor a file of an ancestor table.
   Result<CleanupResult> CleanupOldVersions(const CleanupOptions& options = {});
+
+  // --- Secondary indexes (docs/format/table.md §14) ----------------------------------
+  // Indexes other than the key index are built by the layers above (a vector index of the
+  // context store) as immutable files, one segment per set of fragments; the table stores
+  // the files, records the segments in the manifest, carries them through every commit and
+  // keeps their files through cleanup like any file a kept version references.
+  //
+  // Stores `bytes` as a new index file "_indices/<uuid>.<extension>" and returns its path
+  // (relative to the table). Not referenced by any version until AddIndexSegments commits
+  // it. InvalidArgument for an extension that is not 1-16 of [a-z0-9].
+  Result<std::string> WriteIndexFile(std::string_view extension, std::string_view bytes);
+  // The bytes of an index file a segment of this version references.
+  Result<Buffer> ReadIndexFile(std::string_view path) const;
+  // Adds `segments` (files from WriteIndexFile) to index `name` of `type` over `column`
+  // (created when missing) in one commit ("create_index"). Segments of the index that cover
+  // no fragment of the newest version any more (compacted away) are dropped from it; a new
+  // segment covering a fragment that a concurrent commit removed is dropped too (it would
+  // describe rows that no longer exist). InvalidArgument for the key index's name, a name
+  // used with another type or column, an unknown column or a segment without fragments.
+  Result<uint64_t> AddIndexSegments(std::string_view name, std::string_view type,
+                                    std::string_view column,
+                                    const std::vector<IndexSegmentInfo>& segments);
 
   // --- Tags and branches (docs/format/table.md §13) ----------------------------------
   // Labels and branch names: 1 to 128 characters of [A-Za-z0-9._-], not starting with '.'.

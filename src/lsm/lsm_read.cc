@@ -358,7 +358,10 @@ Status ScanBase(const table::Table& base, const ReadPlan& plan, std::string_view
 
 namespace {
 
-Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink) {
+// `seen` collects the encoded key of every row of the newer sources (tombstones included);
+// the base is read only with `include_base`.
+Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink, KeySet& seen,
+                bool include_base = true) {
   if (options.offset < 0) {
     return Status::InvalidArgument(
         fmt::format("lsm scan: offset must be >= 0, got {}", options.offset));
@@ -368,7 +371,6 @@ Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink) 
         fmt::format("lsm scan: limit must be >= 0, got {}", *options.limit));
   }
   STRATA_ASSIGN_OR_RETURN(ReadPlan plan, MakePlan(view, options.columns, options.filter));
-  KeySet seen;
   for (const auto& memtable : view.memtables) {
     if (sink.full()) return Status::OK();
     if (memtable) STRATA_RETURN_IF_ERROR(ScanMemTable(*memtable, plan, seen, sink));
@@ -379,7 +381,9 @@ Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink) 
       STRATA_RETURN_IF_ERROR(ScanGeneration(*generation, plan, options.filter, seen, sink));
     }
   }
-  if (view.base) STRATA_RETURN_IF_ERROR(ScanBase(*view.base, plan, options.filter, seen, sink));
+  if (view.base && include_base) {
+    STRATA_RETURN_IF_ERROR(ScanBase(*view.base, plan, options.filter, seen, sink));
+  }
   return Status::OK();
 }
 
@@ -387,14 +391,23 @@ Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink) 
 
 Result<std::vector<RecordBatch>> LsmScan(const LsmView& view, const LsmScanOptions& options) {
   Sink sink(options.offset, options.limit);
-  STRATA_RETURN_IF_ERROR(ScanInto(view, options, sink));
+  KeySet seen;
+  STRATA_RETURN_IF_ERROR(ScanInto(view, options, sink, seen));
   return sink.Finish();
 }
 
 Status LsmScanEach(const LsmView& view, const LsmScanOptions& options,
                    const std::function<Status(RecordBatch)>& consume) {
   Sink sink(options.offset, options.limit, consume);
-  return ScanInto(view, options, sink);
+  KeySet seen;
+  return ScanInto(view, options, sink, seen);
+}
+
+Result<std::vector<RecordBatch>> LsmScanPending(const LsmView& view, const LsmScanOptions& options,
+                                                internal::KeySet* keys) {
+  Sink sink(options.offset, options.limit);
+  STRATA_RETURN_IF_ERROR(ScanInto(view, options, sink, *keys, /*include_base=*/false));
+  return sink.Finish();
 }
 
 Result<int64_t> LsmCount(const LsmView& view, const std::string& filter) {

@@ -64,6 +64,16 @@ Result<std::vector<RecordBatch>> LsmScan(const LsmView& view, const LsmScanOptio
 Status LsmScanEach(const LsmView& view, const LsmScanOptions& options,
                    const std::function<Status(RecordBatch)>& consume);
 
+namespace internal {
+class KeySet;
+}  // namespace internal
+
+// The rows LsmScan returns from the newer sources only (memtables, generations; the base is
+// not read), and into `keys` the encoded key of every row those sources hold, tombstones
+// included: the keys whose base rows the view hides.
+Result<std::vector<RecordBatch>> LsmScanPending(const LsmView& view, const LsmScanOptions& options,
+                                                internal::KeySet* keys);
+
 // Live rows whose key is one of `keys` (at most kMaxGetKeys), newest version of each, in
 // the order of `keys` (missing and duplicate keys skipped). Newest-first per key with bloom
 // filters: memtables, then generations whose bloom may contain the key, then the base key

@@ -306,9 +306,11 @@ Status ContextStore::CheckQuery(const std::vector<float>& query) const {
   return Status::OK();
 }
 
-Result<std::vector<SearchResult>> ContextStore::Search(
-    const std::vector<float>& query, std::optional<int64_t> limit, const RecordFilters& filters,
-    const LifecycleQueryOptions& lifecycle) const {
+Result<std::vector<SearchResult>> ContextStore::Search(const std::vector<float>& query,
+                                                       std::optional<int64_t> limit,
+                                                       const RecordFilters& filters,
+                                                       const LifecycleQueryOptions& lifecycle,
+                                                       SearchMode mode) const {
   STRATA_RETURN_IF_ERROR(CheckQuery(query));
   const int64_t k = limit.value_or(kDefaultSearchLimit);
   if (k < 0) return Status::InvalidArgument("limit must not be negative");
@@ -319,6 +321,12 @@ Result<std::vector<SearchResult>> ContextStore::Search(
   // One instant for every visibility check of this call, the fallback's included.
   LifecycleQueryOptions at_now = lifecycle;
   at_now.reference_time_micros = lifecycle.reference_time_micros.value_or(Now());
+  if (mode == SearchMode::kAuto) {
+    STRATA_ASSIGN_OR_RETURN(
+        std::optional<std::vector<SearchResult>> indexed,
+        SearchIndexed(query, static_cast<size_t>(k), filters, at_now, projection));
+    if (indexed) return std::move(*indexed);
+  }
   const SearchRequest request{query, static_cast<size_t>(k), filters, at_now,
                               *at_now.reference_time_micros};
   STRATA_ASSIGN_OR_RETURN(ScoredRows scored, ScoreVisibleRows(*base_, metric_, request));

@@ -11,9 +11,11 @@
 #include <set>
 #include <utility>
 
+#include "store/context_ann.h"
 #include "store/filter_text.h"
 #include "strata/table.h"
 #include "util/clock.h"
+#include "util/log.h"
 #include "util/mutex.h"
 #include "util/uuid.h"
 
@@ -81,16 +83,30 @@ bool ContextPatch::empty() const {
 }
 
 ContextStore::ContextStore(std::unique_ptr<StorageBase> base, int32_t dim, DistanceMetric metric,
-                           std::set<std::string> blob_columns, Clock* clock, RandomSource* random)
+                           std::set<std::string> blob_columns, Clock* clock, RandomSource* random,
+                           VectorIndexOptions vector_index)
     : base_(std::move(base)),
       embedding_dim_(dim),
       metric_(metric),
       blob_columns_(std::move(blob_columns)),
       clock_(clock),
       random_(random),
-      write_lock_(std::make_unique<WriteLock>()) {}
+      write_lock_(std::make_unique<WriteLock>()),
+      vector_index_(vector_index),
+      ann_(NewAnnCache()) {
+  if (vector_index_.enabled) {
+    // The store owns base_, so `this` outlives every call of the listener.
+    base_->SetBaseChangeListener([this] {
+      Result<int> indexed = IndexVectors();
+      if (!indexed.ok()) {
+        LogWarning("context store {}: building the vector index failed: {}", base_->prefix(),
+                   indexed.status().ToString());
+      }
+    });
+  }
+}
 
-ContextStore::~ContextStore() = default;
+ContextStore::~ContextStore() { base_->SetBaseChangeListener({}); }
 
 Result<std::unique_ptr<ContextStore>> ContextStore::Open(std::shared_ptr<ObjectStore> store,
                                                          std::string prefix,
@@ -149,9 +165,9 @@ Result<std::unique_ptr<ContextStore>> ContextStore::Open(std::shared_ptr<ObjectS
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StorageBase> base,
                           StorageBase::Open(std::move(store), std::move(prefix),
                                             std::move(base_options), create_if_missing));
-  return std::unique_ptr<ContextStore>(
-      new ContextStore(std::move(base), persisted.dim, persisted.metric,
-                       std::move(persisted.blob_columns), clock, SystemRandom()));
+  return std::unique_ptr<ContextStore>(new ContextStore(
+      std::move(base), persisted.dim, persisted.metric, std::move(persisted.blob_columns), clock,
+      SystemRandom(), options.vector_index));
 }
 
 int64_t ContextStore::Now() const { return clock_->NowMicros(); }

@@ -151,6 +151,19 @@ struct StorageBase::Impl {
   mutable Mutex writer_mutex;
   std::shared_ptr<lsm::ShardWriter> writer STRATA_GUARDED_BY(writer_mutex);
 
+  Mutex listener_mutex;
+  std::function<void()> base_change_listener STRATA_GUARDED_BY(listener_mutex);
+  // Calls the listener (SetBaseChangeListener) when `changed`; no other lock may be held.
+  void NotifyBaseChange(bool changed) {
+    if (!changed) return;
+    std::function<void()> listener;
+    {
+      MutexLock lock(listener_mutex);
+      listener = base_change_listener;
+    }
+    if (listener) listener();
+  }
+
   Mutex merge_mutex;    // one merge commit of the own shard per handle at a time
   Mutex compact_mutex;  // one compaction or repair per handle at a time
 
@@ -647,6 +660,32 @@ Result<uint64_t> StorageBase::ScanEach(const ScanRequest& request,
   });
 }
 
+namespace {
+
+class KeySetPendingKeys final : public PendingKeys {
+ public:
+  bool Contains(std::string_view encoded_key) const override { return keys.Contains(encoded_key); }
+  size_t size() const override { return keys.size(); }
+  lsm::internal::KeySet keys;
+};
+
+}  // namespace
+
+Result<LayeredRead> StorageBase::ReadLayered(const std::vector<std::string>& columns) const {
+  STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
+  lsm::LsmScanOptions options;
+  options.columns = columns;
+  return impl_->Read<LayeredRead>(
+      ListSource::kAll, [&](const lsm::LsmView& view) -> Result<LayeredRead> {
+        LayeredRead out;
+        out.base = view.base;
+        auto keys = std::make_shared<KeySetPendingKeys>();
+        STRATA_ASSIGN_OR_RETURN(out.pending, lsm::LsmScanPending(view, options, &keys->keys));
+        out.pending_keys = std::move(keys);
+        return out;
+      });
+}
+
 Result<RecordBatch> StorageBase::GetMany(const std::vector<expr::Scalar>& keys,
                                          const std::vector<std::string>& columns,
                                          ListSource source) const {
@@ -816,10 +855,22 @@ Result<MergeReport> StorageBase::MaybeMerge() {
     STRATA_RETURN_IF_ERROR(impl_->CheckAlive());
     return MergeReport{};
   }
-  return impl_->RunMerge(impl_->options.merge_after_generations, /*seal_first=*/false);
+  Result<MergeReport> merged =
+      impl_->RunMerge(impl_->options.merge_after_generations, /*seal_first=*/false);
+  impl_->NotifyBaseChange(merged.ok() && merged->base_version != 0);
+  return merged;
 }
 
-Result<MergeReport> StorageBase::Cleanup() { return impl_->RunMerge(1, /*seal_first=*/true); }
+Result<MergeReport> StorageBase::Cleanup() {
+  Result<MergeReport> merged = impl_->RunMerge(1, /*seal_first=*/true);
+  impl_->NotifyBaseChange(merged.ok() && merged->base_version != 0);
+  return merged;
+}
+
+void StorageBase::SetBaseChangeListener(std::function<void()> listener) {
+  MutexLock lock(impl_->listener_mutex);
+  impl_->base_change_listener = std::move(listener);
+}
 
 Result<std::optional<PreparedMerge>> StorageBase::PrepareCountMerge() {
   STRATA_RETURN_IF_ERROR(impl_->CheckWritable());
@@ -849,8 +900,12 @@ Result<MergeReport> StorageBase::CommitPreparedMerge(PreparedMerge prepared) {
         "CommitPreparedMerge: the merge was prepared by another store handle (or moved from)");
   }
   STRATA_RETURN_IF_ERROR(impl_->CheckWritable());
-  MutexLock merge_lock(impl_->merge_mutex);
-  return impl_->Commit(std::move(prepared.state_->merge));
+  Result<MergeReport> merged = [&] {
+    MutexLock merge_lock(impl_->merge_mutex);
+    return impl_->Commit(std::move(prepared.state_->merge));
+  }();
+  impl_->NotifyBaseChange(merged.ok() && merged->base_version != 0);
+  return merged;
 }
 
 Result<bool> StorageBase::CountMergeDue() const {
@@ -880,15 +935,18 @@ Result<table::CompactionResult> StorageBase::Compact(const table::CompactionOpti
     STRATA_RETURN_IF_ERROR(impl_->base->Refresh());
     return impl_->base->Compact(options);
   }();
-  MutexLock lock(impl_->compaction_mutex);
-  impl_->compacting = false;
-  if (result.ok()) {
-    impl_->last_compaction_micros = impl_->clock->NowMicros();
-    impl_->last_compaction_error = Status::OK();
-    ++impl_->total_compactions;
-  } else {
-    impl_->last_compaction_error = result.status();
+  {
+    MutexLock lock(impl_->compaction_mutex);
+    impl_->compacting = false;
+    if (result.ok()) {
+      impl_->last_compaction_micros = impl_->clock->NowMicros();
+      impl_->last_compaction_error = Status::OK();
+      ++impl_->total_compactions;
+    } else {
+      impl_->last_compaction_error = result.status();
+    }
   }
+  impl_->NotifyBaseChange(result.ok() && result->version != 0);
   return result;
 }
 
@@ -1067,6 +1125,8 @@ std::string StorageBase::shard_id() const { return impl_->shard.ToString(); }
 const std::string& StorageBase::prefix() const { return impl_->prefix; }
 
 const std::shared_ptr<ObjectStore>& StorageBase::object_store() const { return impl_->store; }
+
+const std::shared_ptr<table::Table>& StorageBase::base_table() const { return impl_->base; }
 
 Result<std::optional<std::string>> OwningStoreKind(ObjectStore& store, std::string_view prefix,
                                                    const Schema& base_schema) {

@@ -177,6 +177,11 @@ Result<bool> RowSelector::Next(BatchSelection* out) {
         break;
       }
       const pb::Fragment& fragment = snapshot_->manifest.fragments(fragment_position_++);
+      if (!spec_.fragment_ids.empty() &&
+          std::find(spec_.fragment_ids.begin(), spec_.fragment_ids.end(), fragment.id()) ==
+              spec_.fragment_ids.end()) {
+        continue;
+      }
       fragment_candidates_ = nullptr;
       if (key_mode_ && covered_.contains(fragment.id())) {
         auto it = candidates_.find(fragment.id());
@@ -427,6 +432,7 @@ Result<std::unique_ptr<BatchIterator>> Table::Scan(const ScanOptions& options) c
                           internal::ResolveColumns(*snapshot->schema, options.columns));
   spec.offset = options.offset;
   spec.limit = options.limit;
+  spec.fragment_ids = options.fragment_ids;
   SchemaPtr output =
       internal::OutputSchema(*snapshot->schema, spec.columns, options.with_row_address);
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RowSelector> selector,

@@ -26,6 +26,8 @@ struct RowSelectionSpec {
   std::vector<int> columns;
   int64_t offset = 0;
   std::optional<int64_t> limit;
+  // Only these fragments (ScanOptions::fragment_ids); empty = all.
+  std::vector<uint32_t> fragment_ids;
 };
 
 // The selected rows of one batch.
