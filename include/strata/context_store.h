@@ -49,6 +49,9 @@ inline constexpr std::string_view kContentTypeText = "text/plain";
 // DataFrames are stored as Arrow IPC stream bytes with this content type.
 inline constexpr std::string_view kContentTypeArrowStream = "application/vnd.apache.arrow.stream";
 
+// Where a store keeps its external payloads, under its prefix (ContextStore::PutPayload).
+inline constexpr std::string_view kPayloadDir = "_payloads/";
+
 // Schema metadata key holding the distance metric ("l2", "cosine", "dot").
 inline constexpr std::string_view kDistanceMetricMetadata = "strata:context:distance_metric";
 
@@ -344,6 +347,31 @@ class ContextStore {
   Result<std::optional<UpdateResult>> UpdateByExternalId(std::string_view external_id,
                                                          const ContextPatch& patch);
 
+  // Adds the relationships column (all null) to a store created without it — the
+  // reference's migrate_relationships_column(); true when it added it, false when it was
+  // there. Records written before read with no relationships; this handle writes them at once
+  // (its unsealed rows are sealed first, as StorageBase::AddColumns does), other open handles
+  // once reopened. InvalidArgument on a checked-out handle.
+  Result<bool> MigrateRelationshipsColumn();
+
+  // --- External payloads -------------------------------------------------------------
+  // A record's payload_uri may name an object of the store's payload area: a relative key
+  // ("docs/report.pdf"; '/'-separated, no empty, "." or ".." segments, no scheme) stored at
+  // `<store prefix>_payloads/<uri>`, beside the base table and the LSM objects, so deleting
+  // the store deletes its payloads. A branch (Fork) has a payload area of its own and does not
+  // see its parent's payloads.
+  //
+  // Writes `bytes` as the payload `uri` and returns its length. Payloads are immutable: a put
+  // of a uri that holds the same bytes succeeds (a retried put), one holding other bytes is
+  // AlreadyExists. InvalidArgument for a bad uri or a checked-out handle.
+  Result<int64_t> PutPayload(std::string_view uri, std::string_view bytes);
+  // The payload of the visible record `id`; nullopt when no record is visible. InvalidArgument
+  // "record 'X' has no external payload reference to fetch" when it has no payload_uri, and
+  // for a uri that is not a payload key; NotFound when the payload is missing; Corruption when
+  // the record's payload_size differs from the payload's length (payload_checksum is not
+  // checked: its algorithm is the writer's).
+  Result<std::optional<std::string>> FetchPayload(std::string_view id) const;
+
   // --- Reads -------------------------------------------------------------------------
   // Visible records matching `filters`, ordered by (created_at, id), then offset / limit.
   Result<std::vector<ContextRecord>> List(std::optional<int64_t> limit = std::nullopt,
@@ -456,6 +484,8 @@ class ContextStore {
   Result<std::optional<std::vector<SearchResult>>> SearchIndexed(
       const std::vector<float>& query, size_t k, const RecordFilters& filters,
       const LifecycleQueryOptions& lifecycle, const ReadProjection& projection) const;
+  // The object key of payload `uri` (InvalidArgument for a bad uri).
+  Result<std::string> PayloadKey(std::string_view uri) const;
 
   std::unique_ptr<StorageBase> base_;
   const int32_t embedding_dim_;

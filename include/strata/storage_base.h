@@ -314,6 +314,17 @@ class StorageBase {
   // writer, which replays the shard's WAL and publishes what it replayed (rows a crashed
   // writer acknowledged become visible). A no-op when the writer is open.
   Status OpenWriter();
+  // Additive schema evolution of a live store: adds those of `fields` the base table lacks
+  // as all-null columns (each must be nullable; a column already there must have the same
+  // type), in one base commit. Then this handle's writer, opened with the old schema, is
+  // closed (sealing as Close does), so the next write opens one with the new schema. Returns
+  // whether a column was added (false when all were there, e.g. added by another handle; the
+  // handle still moves to the new schema). Rows written before read the new columns as null.
+  // Other open handles keep the schema they opened with (their writes leave the new columns
+  // null) until reopened. InvalidArgument on a pinned handle or a replica, and for a
+  // non-nullable column or a type mismatch; a write of this handle racing with it may fail
+  // with InvalidArgument ("writer closed"), as one racing with Close.
+  Result<bool> AddColumns(const std::vector<FieldPtr>& fields);
   // Seal + wait for publication.
   Result<FlushOutcome> Flush();
   // Seals (unless seal_on_close is false) and releases the writer. Idempotent; a later Put

@@ -3,7 +3,8 @@
 # examples/context-memory.jsonl (bad input writes nothing), the visibility rules through list
 # (expired, contradicted, --include-*), get by id and external id, update and delete with
 # their exit statuses, upsert, related, search, retrieve with both text scorings, stats, merge,
-# snapshots, forks and checkouts, and stores of another kind refused.
+# snapshots, forks and checkouts, the relationships migration, external payloads (put, fetch)
+# and stores of another kind refused.
 set -euo pipefail
 strata=$1
 examples=$2
@@ -150,6 +151,38 @@ grep -q "no branch 'nope'" "$work/err" || fail "missing branch: $(cat "$work/err
 [[ -z $("$strata" context fork "$s" --list) ]] || fail "branch not deleted"
 "$strata" context snapshot "$s" --delete before-fork > /dev/null
 expect_exit 1 "$strata" context checkout "$s" --snapshot before-fork
+
+# The relationships migration: a store made by `create` has the column already.
+[[ $("$strata" context migrate-relationships "$s") == "the relationships column is already there" ]] \
+  || fail "migrate-relationships"
+expect_exit 1 "$strata" context migrate-relationships "$s" --branch nope
+grep -q "no branch 'nope'" "$work/err" || fail "migrate on a missing branch: $(cat "$work/err")"
+
+# External payloads: put prints the length and stores the bytes under the store's _payloads/;
+# fetch writes the bytes a visible record's payload_uri names.
+printf 'raw\000bytes' > "$work/payload.bin"
+[[ $("$strata" context put-payload "$s" docs/p.bin "$work/payload.bin") == 9 ]] || fail "put-payload"
+cmp -s "$work/payload.bin" "$s/_payloads/docs/p.bin" || fail "payload not under the store"
+[[ $("$strata" context put-payload "$s" docs/p.bin - < "$work/payload.bin") == 9 ]] \
+  || fail "a retried put-payload"
+expect_exit 1 "$strata" context put-payload "$s" docs/p.bin "$work/short.jsonl"
+grep -q "payload 'docs/p.bin' already exists with other content (9 bytes); payloads are immutable" \
+  "$work/err" || fail "put-payload over another: $(cat "$work/err")"
+expect_exit 1 "$strata" context put-payload "$s" ../escape "$work/payload.bin"
+grep -q "invalid payload uri '../escape'" "$work/err" || fail "bad uri: $(cat "$work/err")"
+printf '{"id":"with-payload","payload_uri":"docs/p.bin","payload_size":9}\n' > "$work/p.jsonl"
+"$strata" context add "$s" "$work/p.jsonl" > /dev/null
+"$strata" context fetch-payload "$s" --id with-payload > "$work/stdout.bin"
+cmp -s "$work/payload.bin" "$work/stdout.bin" || fail "fetch-payload to stdout"
+"$strata" context fetch-payload "$s" --id with-payload --output "$work/fetched.bin" 2> "$work/err"
+cmp -s "$work/payload.bin" "$work/fetched.bin" || fail "fetch-payload --output"
+grep -q "wrote 9 bytes to $work/fetched.bin" "$work/err" || fail "fetch summary: $(cat "$work/err")"
+expect_exit 1 "$strata" context fetch-payload "$s" --id nope
+grep -q "no visible record 'nope'" "$work/err" || fail "fetch of nothing: $(cat "$work/err")"
+[[ ! -s $work/out ]] || fail "fetch of nothing printed bytes"
+expect_exit 1 "$strata" context fetch-payload "$s" --id mem-004
+grep -q "record 'mem-004' has no external payload reference to fetch" "$work/err" \
+  || fail "fetch without payload_uri: $(cat "$work/err")"
 
 # Another kind of store is refused without change.
 g=$work/generic

@@ -1,5 +1,6 @@
 // `strata context create | add | upsert | update | delete | list | get | related | search |
-// retrieve | snapshot | fork | checkout | stats | flush | merge | compact`: a context store
+// retrieve | snapshot | fork | checkout | migrate-relationships | put-payload | fetch-payload |
+// stats | flush | merge | compact`: a context store
 // (include/strata/context_store.h, the store at the root of a local directory) from the command
 // line. Records go in and come out as JSON Lines in the context schema's column names (timestamps
 // as RFC 3339 text or integer microseconds in, RFC 3339 out; embeddings as arrays of numbers).
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -549,6 +551,98 @@ Status RunCheckout(const ReadOptions& opt) {
   return PrintRecords(*s, *listed);
 }
 
+struct PayloadOptions {
+  std::string dir;
+  std::string uri;
+  std::string file;  // put-payload input
+  std::string id;
+  std::string output;  // fetch-payload output ("" = stdout)
+  std::string shard;
+  At at;
+};
+
+Status RunMigrateRelationships(const PayloadOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, opt.shard, opt.at));
+  Result<bool> added = s->MigrateRelationshipsColumn();
+  if (!added.ok()) return added.status().WithContext(opt.dir);
+  STRATA_RETURN_IF_ERROR(s->Close());
+  return WriteStdout(*added ? "added the relationships column\n"
+                            : "the relationships column is already there\n");
+}
+
+Status RunPutPayload(const PayloadOptions& opt) {
+  Result<std::string> bytes = ReadTextFileOrStdin(opt.file);
+  if (!bytes.ok()) return bytes.status().WithContext(opt.file == "-" ? "stdin" : opt.file);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, opt.shard, opt.at));
+  Result<int64_t> length = s->PutPayload(opt.uri, *bytes);
+  if (!length.ok()) return length.status().WithContext(opt.dir);
+  return WriteStdout(fmt::format("{}\n", *length));
+}
+
+// Exit status 1 when no record is visible.
+Result<bool> RunFetchPayload(const PayloadOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, "", opt.at));
+  Result<std::optional<std::string>> payload = s->FetchPayload(opt.id);
+  if (!payload.ok()) return payload.status().WithContext(opt.dir);
+  if (!payload->has_value()) {
+    fmt::print(stderr, "no visible record '{}'\n", opt.id);
+    return false;
+  }
+  const std::string& bytes = **payload;
+  if (opt.output.empty()) {
+    STRATA_RETURN_IF_ERROR(WriteStdout(bytes));
+    STRATA_RETURN_IF_ERROR(FlushStdout());
+    return true;
+  }
+  std::ofstream out(opt.output, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::IOError(fmt::format("cannot create '{}'", opt.output));
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return Status::IOError(fmt::format("writing '{}' failed", opt.output));
+  fmt::print(stderr, "wrote {} bytes to {}\n", bytes.size(), opt.output);
+  return true;
+}
+
+void AddPayloadCommands(CLI::App* group, int* exit_code) {
+  auto migrate = std::make_shared<PayloadOptions>();
+  CLI::App* migrate_cmd = group->add_subcommand(
+      "migrate-relationships",
+      "Add the relationships column to a store made without it (all null for older records)");
+  migrate_cmd->add_option("DIR", migrate->dir, kDirHelp)->required();
+  migrate_cmd->add_option("--shard", migrate->shard, kShardHelp);
+  AddAtOptions(migrate_cmd, &migrate->at, /*reads=*/false);
+  migrate_cmd->callback(
+      [migrate, exit_code] { *exit_code = Finish(RunMigrateRelationships(*migrate)); });
+
+  auto put = std::make_shared<PayloadOptions>();
+  CLI::App* put_cmd = group->add_subcommand(
+      "put-payload",
+      "Store FILE as the external payload URI (a key such as docs/a.pdf in the store's payload "
+      "area; immutable); prints its length");
+  put_cmd->add_option("DIR", put->dir, kDirHelp)->required();
+  put_cmd->add_option("URI", put->uri, "Payload key, as records name it in payload_uri")
+      ->required();
+  put_cmd->add_option("FILE", put->file, "The payload's bytes ('-' for stdin)")->required();
+  put_cmd->add_option("--shard", put->shard, kShardHelp);
+  AddAtOptions(put_cmd, &put->at, /*reads=*/false);
+  put_cmd->callback([put, exit_code] { *exit_code = Finish(RunPutPayload(*put)); });
+
+  auto fetch = std::make_shared<PayloadOptions>();
+  CLI::App* fetch_cmd = group->add_subcommand(
+      "fetch-payload",
+      "Write the external payload of the visible record --id (its payload_uri) to stdout or "
+      "--output (exit 1: no visible record)");
+  fetch_cmd->add_option("DIR", fetch->dir, kDirHelp)->required();
+  fetch_cmd->add_option("--id", fetch->id, "Record id")->required();
+  fetch_cmd->add_option("--output,-o", fetch->output, "Write to this file instead of stdout");
+  AddAtOptions(fetch_cmd, &fetch->at, /*reads=*/true);
+  fetch_cmd->callback([fetch, exit_code] {
+    Result<bool> found = RunFetchPayload(*fetch);
+    *exit_code = Finish(found.status());
+    if (*exit_code == 0 && !*found) *exit_code = 1;
+  });
+}
+
 // Registers a command on one record by --id or --external-id (with --shard when it writes);
 // exit status 1 when `run` found no visible record.
 CLI::App* AddKeyCommand(CLI::App* group, int* exit_code, const char* name, const char* help,
@@ -706,6 +800,8 @@ void AddContextCommands(CLI::App& app, int* exit_code) {
       "Print the visible records of a snapshot, version or branch (a summary line on stderr)");
   AddReadOptions(checkout_cmd, checkout.get(), /*paged=*/true);
   checkout_cmd->callback([checkout, exit_code] { *exit_code = Finish(RunCheckout(*checkout)); });
+
+  AddPayloadCommands(group, exit_code);
 
   AddStoreMaintenanceCommands(
       *group, exit_code,

@@ -91,14 +91,21 @@ Result<ReadPlan> MakePlan(const LsmView& view, const std::vector<std::string>& c
 }
 
 // `batch`'s columns named by `target`'s fields, as a batch of `target` (same data; the
-// target's nullability). Corruption naming `what` when a column is missing, of another type,
-// or holds nulls the target does not allow.
+// target's nullability). A nullable column the batch lacks reads as null: the store gained it
+// after the rows were written (additive evolution, StorageBase::AddColumns), so memtables and
+// generations of the older schema hold no value for it. Corruption naming `what` when a
+// required column is missing, a column is of another type, or holds nulls the target does not
+// allow.
 Result<RecordBatch> Conform(const RecordBatch& batch, const SchemaPtr& target,
                             std::string_view what) {
   std::vector<Array> columns;
   columns.reserve(target->num_fields());
   for (const FieldPtr& f : target->fields()) {
     Array column = batch.GetColumnByName(f->name());
+    if (!column.is_valid_handle() && f->nullable()) {
+      columns.push_back(Array::MakeNull(f->type(), batch.num_rows()));
+      continue;
+    }
     if (!column.is_valid_handle()) {
       return Status::Corruption(fmt::format("{}: no column '{}'", what, f->name()));
     }
@@ -265,19 +272,40 @@ Status ForEachGenerationBatch(const Generation& generation, const table::ScanOpt
   return Status::OK();
 }
 
+// The work columns `generation` holds, then its tombstone column; `complete` tells whether it
+// holds all of them. A generation sealed before the store gained columns lacks those (they read
+// as null, see Conform).
+std::vector<std::string> GenerationColumns(const Generation& generation, const ReadPlan& plan,
+                                           bool* complete) {
+  const SchemaPtr schema = generation.table()->schema();
+  std::vector<std::string> names;
+  *complete = true;
+  for (const std::string& name : plan.work_names) {
+    if (schema->GetFieldIndex(name) >= 0) {
+      names.push_back(name);
+    } else {
+      *complete = false;
+    }
+  }
+  return WithTombstone(names);
+}
+
 // A generation holds one row per key, so a key met for the first time in it is its row.
 Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::string_view filter,
                       KeySet& seen, Sink& sink) {
   const std::string what = GenerationName(generation);
   const std::string& key_name = plan.work_names[plan.work_key];
   table::ScanOptions rows_options;
-  rows_options.columns = WithTombstone(plan.work_names);
-  if (!plan.filter) {
+  bool complete = true;
+  rows_options.columns = GenerationColumns(generation, plan, &complete);
+  // A generation lacking a column the filter may name cannot apply the filter itself: the
+  // one pass reads every row and Emit applies the filter once the missing columns are null.
+  if (!plan.filter || !complete) {
     // One pass: every row, its key remembered as it is met.
     return ForEachGenerationBatch(
         generation, rows_options, what, sink, [&](const RecordBatch& batch) -> Status {
           STRATA_ASSIGN_OR_RETURN(KeyColumnView keys,
-                                  KeyColumnView::Make(batch.column(plan.work_key), key_name));
+                                  KeyColumnView::Make(batch.GetColumnByName(key_name), key_name));
           STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
           std::vector<int64_t> live;
           for (int64_t r = 0; r < batch.num_rows(); ++r) {
@@ -295,7 +323,7 @@ Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::s
   STRATA_RETURN_IF_ERROR(ForEachGenerationBatch(
       generation, rows_options, what, sink, [&](const RecordBatch& batch) -> Status {
         STRATA_ASSIGN_OR_RETURN(KeyColumnView keys,
-                                KeyColumnView::Make(batch.column(plan.work_key), key_name));
+                                KeyColumnView::Make(batch.GetColumnByName(key_name), key_name));
         STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
         std::vector<int64_t> live;
         for (int64_t r = 0; r < batch.num_rows(); ++r) {
@@ -495,13 +523,15 @@ Status GetFromGeneration(const Generation& generation, const ReadPlan& plan, Get
   }
   if (candidates.empty()) return Status::OK();
   const std::string what = GenerationName(generation);
+  bool complete = true;
   Result<RecordBatch> found =
-      generation.table()->LookupKeys(candidates, WithTombstone(plan.work_names));
+      generation.table()->LookupKeys(candidates, GenerationColumns(generation, plan, &complete));
   if (!found.ok()) return found.status().WithContext(what);
   const RecordBatch& batch = *found;
   if (batch.num_rows() == 0) return Status::OK();
+  const std::string& key_name = plan.work_names[plan.work_key];
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys,
-                          EncodeKeys(batch.column(plan.work_key), plan.work_names[plan.work_key]));
+                          EncodeKeys(batch.GetColumnByName(key_name), key_name));
   STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
   std::vector<int64_t> live;
   std::vector<size_t> slots;

@@ -571,6 +571,92 @@ Result<std::optional<UpdateResult>> ContextStore::UpdateByExternalId(std::string
   return Update(std::move(visible), patch);
 }
 
+Result<bool> ContextStore::MigrateRelationshipsColumn() {
+  if (base_->pinned()) {
+    return Status::InvalidArgument(
+        "checked-out store is read-only; call RefreshLatest before migrating it");
+  }
+  // The column as a new store has it (its type does not depend on the options).
+  ContextSchemaOptions options;
+  options.embedding_dim = embedding_dim_;
+  STRATA_ASSIGN_OR_RETURN(SchemaPtr full, ContextSchema(options));
+  FieldPtr relationships = full->GetFieldByName("relationships");
+  if (relationships == nullptr) return Status::Internal("the context schema has no relationships");
+  // No write of this handle runs meanwhile: AddColumns closes the writer they use.
+  MutexLock lock(write_lock_->mu);
+  return base_->AddColumns({relationships});
+}
+
+// --- External payloads ----------------------------------------------------------------
+
+Result<std::string> ContextStore::PayloadKey(std::string_view uri) const {
+  if (uri.find("://") != std::string_view::npos) {
+    return Status::InvalidArgument(
+        fmt::format("payload uri '{}' names another store: a payload uri is a key relative to "
+                    "the store's payload area, such as 'docs/report.pdf'",
+                    uri));
+  }
+  if (Status valid = ValidateObjectKey(uri); !valid.ok()) {
+    return Status::InvalidArgument(
+        fmt::format("invalid payload uri '{}': {}", uri, valid.message()));
+  }
+  return fmt::format("{}{}{}", base_->prefix(), kPayloadDir, uri);
+}
+
+Result<int64_t> ContextStore::PutPayload(std::string_view uri, std::string_view bytes) {
+  STRATA_ASSIGN_OR_RETURN(const std::string key, PayloadKey(uri));
+  if (base_->pinned()) {
+    return Status::InvalidArgument(
+        "checked-out store is read-only; call RefreshLatest before writing");
+  }
+  if (base_->deleted()) {
+    return Status::NotFound(fmt::format("context store at '{}' was deleted", base_->prefix()));
+  }
+  ObjectStore& store = *base_->object_store();
+  // Immutable, so a record's payload never changes under it; a retried put is idempotent.
+  Status put = store.PutIfAbsent(key, bytes);
+  if (put.IsAlreadyExists()) {
+    STRATA_ASSIGN_OR_RETURN(Buffer existing, store.Get(key));
+    if (existing.view() != bytes) {
+      return Status::AlreadyExists(
+          fmt::format("payload '{}' already exists with other content ({} bytes); payloads are "
+                      "immutable: put the new content under another uri",
+                      uri, existing.size()));
+    }
+  } else {
+    STRATA_RETURN_IF_ERROR(put);
+  }
+  return static_cast<int64_t>(bytes.size());
+}
+
+Result<std::optional<std::string>> ContextStore::FetchPayload(std::string_view id) const {
+  STRATA_ASSIGN_OR_RETURN(std::optional<ContextRecord> visible,
+                          VisibleRecord("id", id, /*require_unique=*/false,
+                                        DefaultColumns(ReadProjection{
+                                            .text = false, .binary = false, .embedding = false})));
+  if (!visible) return std::optional<std::string>();
+  if (!visible->payload_uri) {
+    return Status::InvalidArgument(
+        fmt::format("record '{}' has no external payload reference to fetch", id));
+  }
+  const std::string& uri = *visible->payload_uri;
+  Result<std::string> key = PayloadKey(uri);
+  if (!key.ok()) return key.status().WithContext(fmt::format("record '{}'", id));
+  Result<Buffer> got = base_->object_store()->Get(*key);
+  if (got.status().IsNotFound()) {
+    return Status::NotFound(
+        fmt::format("payload '{}' of record '{}' is not in the store", uri, id));
+  }
+  STRATA_RETURN_IF_ERROR(got.status());
+  if (visible->payload_size && *visible->payload_size != got->size()) {
+    return Status::Corruption(
+        fmt::format("payload '{}' of record '{}' has {} bytes, the record "
+                    "says {}",
+                    uri, id, got->size(), *visible->payload_size));
+  }
+  return std::optional<std::string>(std::string(got->view()));
+}
+
 // --- Reads ----------------------------------------------------------------------------
 
 Result<std::vector<ContextRecord>> ContextStore::List(std::optional<int64_t> limit,

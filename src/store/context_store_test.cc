@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -771,6 +772,234 @@ TEST_F(ContextStoreTest, SnapshotsForksAndCheckouts) {
   EXPECT_TRUE(reader->CheckoutSnapshot("v1").IsNotFound());
   ASSERT_OK_AND_ASSIGN(auto rest, store->List());
   EXPECT_EQ(rest.size(), now.size() + 1);
+}
+
+// --- Relationships migration ------------------------------------------------------------
+
+constexpr const char* kNoRelationships =
+    "relationships require a context dataset with relationships support; run "
+    "migrate_relationships_column() on older datasets";
+
+// A context store created without the relationships column group (as older stores were).
+void CreateWithoutRelationships(const std::shared_ptr<ObjectStore>& store,
+                                const std::string& prefix) {
+  ContextSchemaOptions old;
+  old.embedding_dim = 3;
+  old.groups.relationships = false;
+  ASSERT_OK_AND_ASSIGN(SchemaPtr schema, ContextSchema(old));
+  StorageBaseOptions base;
+  base.schema = schema;
+  base.key_column = "id";
+  base.store_kind = std::string(kContextStoreKind);
+  base.shard_id = "creator";
+  ASSERT_OK_AND_ASSIGN(auto created, StorageBase::Open(store, prefix, base));
+  ASSERT_OK(created->Close());
+}
+
+ContextRecord WithRelationship(ContextRecord r, std::string target) {
+  r.relationships = std::vector<ContextRelationship>{{std::move(target), "cites", 0.5F}};
+  return r;
+}
+
+TEST_F(ContextStoreTest, MigratingRelationshipsLetsThisAndNewHandlesWriteThem) {
+  ASSERT_NO_FATAL_FAILURE(CreateWithoutRelationships(store_, prefix_));
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ASSERT_OK_AND_ASSIGN(auto before, Open({}, "before"));  // opened with the old schema
+  ASSERT_OK(store->Add({Rec("in-base")}).status());
+  ASSERT_OK(store->base().Cleanup().status());
+  ASSERT_OK(store->Add({Rec("pending", 1)}).status());  // a generation in the old schema
+  EXPECT_EQ(store->Add({WithRelationship(Rec("early", 2), "in-base")}).status().message(),
+            kNoRelationships);
+  const uint64_t version = store->version();
+
+  ASSERT_OK_AND_ASSIGN(bool added, store->MigrateRelationshipsColumn());
+  EXPECT_TRUE(added);
+  EXPECT_GT(store->version(), version);
+  EXPECT_GE(store->base().schema()->GetFieldIndex("relationships"), 0);
+  ASSERT_OK_AND_ASSIGN(bool again, store->MigrateRelationshipsColumn());
+  EXPECT_FALSE(again);
+
+  // The same handle writes relationships at once; older rows have none.
+  ASSERT_OK(store->Add({WithRelationship(Rec("cites", 3), "in-base")}).status());
+  ASSERT_OK_AND_ASSIGN(auto cites, store->GetById("cites"));
+  ASSERT_TRUE(cites.has_value());
+  EXPECT_EQ(cites->relationships, WithRelationship(Rec("cites", 3), "in-base").relationships);
+  for (const char* old : {"in-base", "pending"}) {
+    ASSERT_OK_AND_ASSIGN(auto row, store->GetById(old));
+    ASSERT_TRUE(row.has_value()) << old;
+    EXPECT_FALSE(row->relationships.has_value()) << old;
+  }
+  // A handle opened before keeps its schema until reopened: its rows read without
+  // relationships beside the new ones.
+  ASSERT_OK(before->Add({Rec("from-before", 4)}).status());
+  ASSERT_OK_AND_ASSIGN(auto fresh, Open({}, "fresh"));
+  ASSERT_OK(fresh->Add({WithRelationship(Rec("from-fresh", 5), "in-base")}).status());
+  const std::vector<std::string> all = {"in-base", "pending", "cites", "from-before", "from-fresh"};
+  for (ContextStore* reader : {store.get(), before.get(), fresh.get()}) {
+    ASSERT_OK_AND_ASSIGN(auto listed, reader->List());
+    EXPECT_EQ(Ids(listed), all);
+  }
+  ASSERT_OK_AND_ASSIGN(auto related, fresh->ListRelated("in-base"));
+  EXPECT_EQ(Ids(related), (std::vector<std::string>{"cites", "from-fresh"}));
+  // Merged and compacted, the rows read the same.
+  for (ContextStore* writer : {store.get(), before.get(), fresh.get()}) {
+    ASSERT_OK(writer->base().Cleanup().status());
+  }
+  ASSERT_OK(store->base().Compact().status());
+  ASSERT_OK_AND_ASSIGN(auto merged, store->List());
+  EXPECT_EQ(Ids(merged), all);
+  ASSERT_OK_AND_ASSIGN(related, store->ListRelated("in-base"));
+  EXPECT_EQ(Ids(related), (std::vector<std::string>{"cites", "from-fresh"}));
+}
+
+TEST_F(ContextStoreTest, MigratingRelationshipsKeepsADeferredHandlesUnsealedRows) {
+  ASSERT_NO_FATAL_FAILURE(CreateWithoutRelationships(store_, prefix_));
+  ContextStoreOptions deferred;
+  deferred.seal_on_add = false;
+  ASSERT_OK_AND_ASSIGN(auto store, Open(deferred));
+  ASSERT_OK(store->Add({Rec("unsealed")}).status());
+  ASSERT_OK_AND_ASSIGN(bool added, store->MigrateRelationshipsColumn());
+  EXPECT_TRUE(added);
+  ASSERT_OK(store->Add({WithRelationship(Rec("after", 1), "unsealed")}).status());
+  ASSERT_OK_AND_ASSIGN(auto listed, store->List());
+  EXPECT_EQ(Ids(listed), (std::vector<std::string>{"unsealed", "after"}));
+  ASSERT_OK(store->Flush().status());
+  ASSERT_OK_AND_ASSIGN(auto reader, Open({}, "reader"));
+  ASSERT_OK_AND_ASSIGN(auto related, reader->ListRelated("unsealed"));
+  EXPECT_EQ(Ids(related), (std::vector<std::string>{"after"}));
+}
+
+TEST_F(ContextStoreTest, MigratingRelationshipsIsRefusedOnACheckedOutHandle) {
+  ASSERT_NO_FATAL_FAILURE(CreateWithoutRelationships(store_, prefix_));
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ASSERT_OK(store->Add({Rec("a")}).status());
+  ASSERT_OK(store->base().Cleanup().status());
+  ASSERT_OK(store->Checkout(store->version()));
+  Result<bool> refused = store->MigrateRelationshipsColumn();
+  EXPECT_TRUE(refused.status().IsInvalidArgument());
+  EXPECT_EQ(refused.status().message(),
+            "checked-out store is read-only; call RefreshLatest before migrating it");
+  ASSERT_OK(store->RefreshLatest());
+  EXPECT_LT(store->base().schema()->GetFieldIndex("relationships"), 0);
+  ASSERT_OK_AND_ASSIGN(bool added, store->MigrateRelationshipsColumn());
+  EXPECT_TRUE(added);
+}
+
+TEST_F(ContextStoreTest, MigratingANewStoreFindsTheColumnThere) {
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ASSERT_OK_AND_ASSIGN(bool added, store->MigrateRelationshipsColumn());
+  EXPECT_FALSE(added);
+}
+
+// --- External payloads ------------------------------------------------------------------
+
+TEST_F(ContextStoreTest, APayloadIsPutUnderTheStoreAndFetchedThroughItsRecord) {
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  const std::string bytes("pdf\0bytes", 9);
+  ASSERT_OK_AND_ASSIGN(int64_t length, store->PutPayload("docs/report.pdf", bytes));
+  EXPECT_EQ(length, 9);
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / prefix_ / "_payloads/docs/report.pdf"));
+  ContextRecord r = Rec("r");
+  r.payload_uri = "docs/report.pdf";
+  r.payload_size = 9;
+  ASSERT_OK(store->Add({r, Rec("plain", 1)}).status());
+  ASSERT_OK_AND_ASSIGN(auto fetched, store->FetchPayload("r"));
+  EXPECT_EQ(fetched, bytes);
+  ASSERT_OK_AND_ASSIGN(auto reader, Open({}, "reader"));
+  ASSERT_OK_AND_ASSIGN(fetched, reader->FetchPayload("r"));
+  EXPECT_EQ(fetched, bytes);
+
+  ASSERT_OK_AND_ASSIGN(auto none, store->FetchPayload("missing"));
+  EXPECT_FALSE(none.has_value());
+  EXPECT_EQ(store->FetchPayload("plain").status().message(),
+            "record 'plain' has no external payload reference to fetch");
+  // An empty payload is a payload.
+  ASSERT_OK_AND_ASSIGN(length, store->PutPayload("empty", ""));
+  EXPECT_EQ(length, 0);
+  ContextRecord e = Rec("e", 2);
+  e.payload_uri = "empty";
+  ASSERT_OK(store->Add({e}).status());
+  ASSERT_OK_AND_ASSIGN(fetched, store->FetchPayload("e"));
+  EXPECT_EQ(fetched, std::string());
+  // A deleted record has no payload to fetch (the object stays).
+  ASSERT_OK(store->DeleteById("r").status());
+  ASSERT_OK_AND_ASSIGN(none, store->FetchPayload("r"));
+  EXPECT_FALSE(none.has_value());
+
+  // Deleting the store deletes its payloads.
+  ASSERT_OK(store->base().DeleteData());
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / prefix_ / "_payloads"));
+}
+
+TEST_F(ContextStoreTest, PayloadsAreImmutableButARetriedPutSucceeds) {
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ASSERT_OK(store->PutPayload("a/b", "first").status());
+  ASSERT_OK_AND_ASSIGN(int64_t length, store->PutPayload("a/b", "first"));
+  EXPECT_EQ(length, 5);
+  Status changed = store->PutPayload("a/b", "second").status();
+  EXPECT_TRUE(changed.IsAlreadyExists());
+  EXPECT_EQ(changed.message(),
+            "payload 'a/b' already exists with other content (5 bytes); payloads are "
+            "immutable: put the new content under another uri");
+}
+
+TEST_F(ContextStoreTest, BadPayloadUrisAreRefusedWithTheirReason) {
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  EXPECT_EQ(store->PutPayload("", "x").status().message(),
+            "invalid payload uri '': object key is empty");
+  EXPECT_EQ(store->PutPayload("../escape", "x").status().message(),
+            "invalid payload uri '../escape': object key '../escape' has an empty, '.' or '..' "
+            "segment");
+  EXPECT_EQ(store->PutPayload("a//b", "x").status().message(),
+            "invalid payload uri 'a//b': object key 'a//b' has an empty, '.' or '..' segment");
+  EXPECT_EQ(store->PutPayload("/etc/passwd", "x").status().message(),
+            "invalid payload uri '/etc/passwd': object key '/etc/passwd' is absolute");
+  EXPECT_EQ(store->PutPayload("s3://bucket/x", "x").status().message(),
+            "payload uri 's3://bucket/x' names another store: a payload uri is a key relative "
+            "to the store's payload area, such as 'docs/report.pdf'");
+  // A record naming a bad uri fails its fetch the same way, naming the record.
+  ContextRecord r = Rec("r");
+  r.payload_uri = "../escape";
+  ASSERT_OK(store->Add({r}).status());
+  Status fetched = store->FetchPayload("r").status();
+  EXPECT_TRUE(fetched.IsInvalidArgument());
+  EXPECT_EQ(fetched.message(),
+            "record 'r': invalid payload uri '../escape': object key '../escape' has an empty, "
+            "'.' or '..' segment");
+}
+
+TEST_F(ContextStoreTest, AMissingOrShortPayloadIsReportedNamingRecordAndUri) {
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ContextRecord missing = Rec("missing");
+  missing.payload_uri = "never/put";
+  ContextRecord sized = Rec("sized", 1);
+  sized.payload_uri = "blob";
+  sized.payload_size = 10;
+  ASSERT_OK(store->Add({missing, sized}).status());
+  Status not_found = store->FetchPayload("missing").status();
+  EXPECT_TRUE(not_found.IsNotFound());
+  EXPECT_EQ(not_found.message(), "payload 'never/put' of record 'missing' is not in the store");
+  ASSERT_OK(store->PutPayload("blob", "four").status());
+  Status short_payload = store->FetchPayload("sized").status();
+  EXPECT_TRUE(short_payload.IsCorruption());
+  EXPECT_EQ(short_payload.message(),
+            "payload 'blob' of record 'sized' has 4 bytes, the record "
+            "says 10");
+}
+
+TEST_F(ContextStoreTest, ACheckedOutHandleFetchesButDoesNotPutPayloads) {
+  ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ASSERT_OK(store->PutPayload("p", "bytes").status());
+  ContextRecord r = Rec("r");
+  r.payload_uri = "p";
+  ASSERT_OK(store->Add({r}).status());
+  ASSERT_OK(store->base().Cleanup().status());
+  ASSERT_OK(store->Checkout(store->version()));
+  ASSERT_OK_AND_ASSIGN(auto fetched, store->FetchPayload("r"));
+  EXPECT_EQ(fetched, "bytes");
+  Status refused = store->PutPayload("q", "x").status();
+  EXPECT_TRUE(refused.IsInvalidArgument());
+  EXPECT_EQ(refused.message(), "checked-out store is read-only; call RefreshLatest before writing");
 }
 
 }  // namespace

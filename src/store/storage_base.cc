@@ -318,16 +318,22 @@ struct StorageBase::Impl {
   // the same: a failed commit is accepted when the columns are there afterwards.
   Status EnsureLatestSchema() {
     if (options.latest_schema == nullptr) return Status::OK();
+    return AddMissingColumns(options.latest_schema->fields()).status();
+  }
+
+  // Adds those of `targets` the base lacks (all null) and moves current_schema to the base's;
+  // whether any was added. A column added meanwhile by another handle counts as there.
+  Result<bool> AddMissingColumns(const std::vector<FieldPtr>& targets) {
     SchemaPtr current = base->schema();
     std::vector<FieldPtr> missing;
-    for (const FieldPtr& target : options.latest_schema->fields()) {
+    for (const FieldPtr& target : targets) {
       int index = current->GetFieldIndex(target->name());
       if (index < 0) {
         if (!target->nullable()) {
-          return Status::InvalidArgument(fmt::format(
-              "latest schema column '{}' is not nullable, so it cannot be added to existing "
-              "rows",
-              target->name()));
+          return Status::InvalidArgument(
+              fmt::format("column '{}' is not nullable, so it cannot be added to existing "
+                          "rows",
+                          target->name()));
         }
         missing.push_back(target->WithMetadata({}));
         continue;
@@ -339,6 +345,7 @@ struct StorageBase::Impl {
                                                    target->type()->ToString()));
       }
     }
+    bool added_any = false;
     if (!missing.empty()) {
       Result<uint64_t> added = base->AddColumns(missing);
       if (!added.ok()) {
@@ -346,11 +353,13 @@ struct StorageBase::Impl {
         for (const FieldPtr& f : missing) {
           if (base->schema()->GetFieldIndex(f->name()) < 0) return added.status();
         }
+      } else {
+        added_any = true;
       }
     }
     MutexLock lock(state_mutex);
     current_schema = base->schema();
-    return Status::OK();
+    return added_any;
   }
 
   // The own memtables for a read view (read_own_writes), newest first.
@@ -583,6 +592,27 @@ Status StorageBase::OpenWriter() {
   STRATA_RETURN_IF_ERROR(impl_->CheckWritable());
   impl_->Register();
   return impl_->GetWriter().status();
+}
+
+Result<bool> StorageBase::AddColumns(const std::vector<FieldPtr>& fields) {
+  STRATA_RETURN_IF_ERROR(impl_->CheckWritable());
+  if (fields.empty()) return Status::InvalidArgument("AddColumns: no columns given");
+  // Refreshes the base too: the columns are checked against its newest schema.
+  STRATA_RETURN_IF_ERROR(impl_->CheckNotReplica());
+  STRATA_ASSIGN_OR_RETURN(bool added, impl_->AddMissingColumns(fields));
+  // The writer aligns and logs rows in the schema it was opened with: close it (as Close
+  // does) so that the next write opens one with the new schema.
+  std::shared_ptr<lsm::ShardWriter> writer;
+  {
+    MutexLock lock(impl_->writer_mutex);
+    writer = std::move(impl_->writer);
+    impl_->writer.reset();
+  }
+  if (writer != nullptr) {
+    Status closed = impl_->options.seal_on_close ? writer->Close() : writer->CloseWithoutSeal();
+    if (!closed.ok() && closed.code() != StatusCode::kFenced) return closed;
+  }
+  return added;
 }
 
 Result<FlushOutcome> StorageBase::Flush() {
