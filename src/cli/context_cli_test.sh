@@ -97,6 +97,8 @@ expect_exit 1 "$strata" context get "$s" --id mem-002
 [[ $("$strata" context related "$s" mem-005 --relation cites | wc -l) -eq 0 ]] || fail "relation"
 top=$("$strata" context search "$s" --vector '[0.1, 0.9, 0.1, 0.0]' --limit 2 | ids | tr '\n' ' ')
 [[ $top == "mem-003 mem-008 " ]] || fail "search: $top"
+top=$("$strata" context search "$s" --vector '[0.1, 0.9, 0.1, 0.0]' --limit 2 --exact | ids | tr '\n' ' ')
+[[ $top == "mem-003 mem-008 " ]] || fail "search --exact: $top"
 expect_exit 1 "$strata" context search "$s" --vector '[1, 0]'
 grep -q "query length 2 does not match embedding dimension 4" "$work/err" \
   || fail "search dim: $(cat "$work/err")"

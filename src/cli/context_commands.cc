@@ -379,6 +379,7 @@ struct ReadOptions {
   std::string vector;
   std::string text;
   std::string scoring = "bm25";
+  bool exact = false;
 };
 
 store::LifecycleQueryOptions Lifecycle(const ReadOptions& opt) {
@@ -410,7 +411,8 @@ Status RunSearch(const ReadOptions& opt) {
   STRATA_ASSIGN_OR_RETURN(store::RecordFilters filters, ParseFilter(opt.filter));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ContextStore> s, OpenAt(opt.dir, "", opt.at));
   Result<std::vector<store::SearchResult>> found =
-      s->Search(query, opt.limit, filters, Lifecycle(opt));
+      s->Search(query, opt.limit, filters, Lifecycle(opt),
+                opt.exact ? store::SearchMode::kExact : store::SearchMode::kAuto);
   if (!found.ok()) return found.status().WithContext(opt.dir);
   for (const store::SearchResult& r : *found) {
     STRATA_ASSIGN_OR_RETURN(Json j, RecordJson(*s, r.record));
@@ -750,6 +752,8 @@ void AddContextCommands(CLI::App& app, int* exit_code) {
       "search", "Print the visible records nearest to --vector, with their distance");
   AddReadOptions(search_cmd, search.get(), /*paged=*/false);
   search_cmd->add_option("--vector", search->vector, "Query vector as a JSON array")->required();
+  search_cmd->add_flag("--exact", search->exact,
+                       "Score every record instead of using the vector index (if there is one)");
   search_cmd->callback([search, exit_code] { *exit_code = Finish(RunSearch(*search)); });
 
   auto retrieve = std::make_shared<ReadOptions>();

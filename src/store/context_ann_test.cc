@@ -180,6 +180,10 @@ TEST_F(ContextAnnTest, ResultsRespectPendingRowsVisibilityAndFilters) {
   check(*store, "merged and compacted");
   ASSERT_OK_AND_ASSIGN(auto fork, store->Fork("ann-branch"));
   check(*fork, "fork");
+  // Verify checks the index files (present, recorded size) with every other file.
+  ASSERT_OK_AND_ASSIGN(table::VerifyReport report,
+                       VerifyStore(store_, "l2/", {.all_versions = true}));
+  EXPECT_TRUE(report.ok()) << ::testing::PrintToString(report.problems);
 }
 
 TEST_F(ContextAnnTest, IndexFilesRoundTripAndRefuseAnotherShape) {
