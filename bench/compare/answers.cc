@@ -6,10 +6,14 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <set>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace strata::bench::compare {
 
@@ -31,6 +35,8 @@ const char* WorkloadName(Workload w) {
       return "W7 compact";
     case Workload::kVector:
       return "W8 vector";
+    case Workload::kHybrid:
+      return "W9 hybrid retrieve";
   }
   return "W? unknown";
 }
@@ -147,6 +153,171 @@ Answer ExpectedVector(const Dataset& data) {
     lines += '\n';
   }
   return Answer{static_cast<int64_t>(queries), Sha256Hex(lines)};
+}
+
+namespace {
+
+// Runs of ASCII letters and digits, lowercased: the W9 texts are ASCII by construction.
+std::vector<std::string> AsciiTokens(std::string_view text) {
+  std::vector<std::string> out;
+  std::string current;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) != 0) {
+      current += static_cast<char>(std::tolower(u));
+    } else if (!current.empty()) {
+      out.push_back(std::move(current));
+      current.clear();
+    }
+  }
+  if (!current.empty()) out.push_back(std::move(current));
+  return out;
+}
+
+struct Fused {
+  size_t doc = 0;
+  double score = 0;
+  double distance = 0;
+  std::optional<double> text;
+};
+
+}  // namespace
+
+std::vector<std::vector<std::string>> ExpectedHybrid(const Dataset& data) {
+  const HybridData& h = data.hybrid;
+  const size_t dim = static_cast<size_t>(std::max(0, data.sizes.hybrid_dim));
+  const size_t k = static_cast<size_t>(std::max(0, data.sizes.top_k));
+  // Every text once as token numbers, so each query only counts.
+  std::unordered_map<std::string, int32_t> vocabulary;
+  std::vector<std::vector<int32_t>> docs(h.texts.size());
+  for (size_t i = 0; i < h.texts.size(); ++i) {
+    for (std::string& t : AsciiTokens(h.texts[i])) {
+      auto [it, added] = vocabulary.emplace(std::move(t), static_cast<int32_t>(vocabulary.size()));
+      docs[i].push_back(it->second);
+    }
+  }
+  std::vector<std::vector<std::string>> out;
+  for (size_t q = 0; q < h.query_texts.size(); ++q) {
+    std::vector<size_t> candidates;
+    for (size_t i = 0; i < h.ids.size(); ++i) {
+      if (h.topics[i] == h.query_topics[q]) candidates.push_back(i);
+    }
+    const float* query = &h.query_vectors[q * dim];
+    std::vector<double> distance(h.ids.size(), 0);
+    for (size_t i : candidates) {
+      const float* v = &h.vectors[i * dim];
+      double sum = 0;
+      for (size_t j = 0; j < dim; ++j) {
+        const double d = static_cast<double>(v[j]) - static_cast<double>(query[j]);
+        sum += d * d;
+      }
+      distance[i] = std::sqrt(sum);
+    }
+    std::vector<size_t> by_distance = candidates;
+    std::sort(by_distance.begin(), by_distance.end(), [&](size_t a, size_t b) {
+      return distance[a] != distance[b] ? distance[a] < distance[b] : h.ids[a] < h.ids[b];
+    });
+    std::unordered_map<size_t, int64_t> vector_rank;
+    for (size_t r = 0; r < by_distance.size(); ++r) {
+      vector_rank[by_distance[r]] = static_cast<int64_t>(r) + 1;
+    }
+
+    // BM25 over the candidates; a query token absent from the vocabulary matches nothing.
+    std::vector<int32_t> terms;
+    std::set<std::string> seen;
+    for (const std::string& t : AsciiTokens(h.query_texts[q])) {
+      if (!seen.insert(t).second) continue;
+      auto it = vocabulary.find(t);
+      terms.push_back(it == vocabulary.end() ? -1 : it->second);
+    }
+    const auto n = static_cast<double>(candidates.size());
+    double total_length = 0;
+    std::vector<double> df(terms.size(), 0);
+    for (size_t i : candidates) {
+      total_length += static_cast<double>(docs[i].size());
+      for (size_t t = 0; t < terms.size(); ++t) {
+        if (std::find(docs[i].begin(), docs[i].end(), terms[t]) != docs[i].end()) ++df[t];
+      }
+    }
+    const double average_length = n > 0 ? total_length / n : 0;
+    std::unordered_map<size_t, double> text_score;
+    for (size_t i : candidates) {
+      bool matched = false;
+      double bm25 = 0;
+      for (size_t t = 0; t < terms.size(); ++t) {
+        const auto f = static_cast<double>(std::count(docs[i].begin(), docs[i].end(), terms[t]));
+        if (f == 0) continue;
+        matched = true;
+        const double idf = std::log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5));
+        const double norm = static_cast<double>(docs[i].size()) / average_length;
+        bm25 += idf * f * (1.2 + 1) / (f + 1.2 * (1 - 0.75 + 0.75 * norm));
+      }
+      if (matched) text_score[i] = bm25;
+    }
+    std::vector<size_t> by_text;
+    by_text.reserve(text_score.size());
+    for (const auto& [i, score] : text_score) by_text.push_back(i);
+    std::sort(by_text.begin(), by_text.end(), [&](size_t a, size_t b) {
+      const double x = text_score[a];
+      const double y = text_score[b];
+      return x != y ? x > y : h.ids[a] < h.ids[b];
+    });
+
+    std::vector<Fused> fused;
+    fused.reserve(candidates.size());
+    for (size_t i : candidates) {
+      fused.push_back(Fused{i, 1.0 / static_cast<double>(60 + vector_rank[i]), distance[i], {}});
+    }
+    std::unordered_map<size_t, size_t> at;
+    for (size_t f = 0; f < fused.size(); ++f) at[fused[f].doc] = f;
+    for (size_t r = 0; r < by_text.size(); ++r) {
+      Fused& f = fused[at[by_text[r]]];
+      f.score += 1.0 / static_cast<double>(60 + static_cast<int64_t>(r) + 1);
+      f.text = text_score[by_text[r]];
+    }
+    const size_t keep = std::min(k, fused.size());
+    std::partial_sort(fused.begin(), fused.begin() + static_cast<std::ptrdiff_t>(keep), fused.end(),
+                      [&](const Fused& a, const Fused& b) {
+                        if (a.score != b.score) return a.score > b.score;
+                        if (a.distance != b.distance) return a.distance < b.distance;
+                        if (a.text.has_value() != b.text.has_value()) return a.text.has_value();
+                        if (a.text && *a.text != *b.text) return *a.text > *b.text;
+                        return h.ids[a.doc] < h.ids[b.doc];
+                      });
+    std::vector<std::string> ids;
+    for (size_t f = 0; f < keep; ++f) ids.push_back(h.ids[fused[f].doc]);
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
+HybridQuality CheckHybrid(const Dataset& data,
+                          const std::vector<std::vector<std::string>>& reference,
+                          const std::vector<std::vector<std::string>>& got) {
+  const HybridData& h = data.hybrid;
+  std::unordered_map<std::string_view, int32_t> topic;
+  topic.reserve(h.ids.size());
+  for (size_t i = 0; i < h.ids.size(); ++i) topic.emplace(h.ids[i], h.topics[i]);
+  HybridQuality quality;
+  quality.queries = static_cast<int64_t>(got.size());
+  double recall_sum = 0;
+  for (size_t q = 0; q < got.size(); ++q) {
+    for (const std::string& id : got[q]) {
+      ++quality.ids;
+      auto it = topic.find(id);
+      if (q >= h.query_topics.size() || it == topic.end() || it->second != h.query_topics[q]) {
+        ++quality.outside_filter;
+      }
+    }
+    if (q >= reference.size() || reference[q].empty()) continue;
+    const std::unordered_set<std::string> returned(got[q].begin(), got[q].end());
+    size_t hits = 0;
+    for (const std::string& id : reference[q]) hits += returned.count(id);
+    recall_sum += static_cast<double>(hits) / static_cast<double>(reference[q].size());
+  }
+  // A query the engine did not answer counts as recall 0.
+  quality.recall = reference.empty() ? 0 : recall_sum / static_cast<double>(reference.size());
+  return quality;
 }
 
 }  // namespace strata::bench::compare

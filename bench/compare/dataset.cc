@@ -56,6 +56,8 @@ class Rng {
   }
   // Uniform in [-1, 1), exactly representable in float (24 random bits).
   float Symmetric() { return static_cast<float>(Next() >> 40) * 0x1p-23f - 1.0f; }
+  // Uniform in [0, 1) (53 random bits).
+  double Unit() { return static_cast<double>(Next() >> 11) * 0x1p-53; }
 
  private:
   static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -123,6 +125,72 @@ std::string Text(Rng& rng, size_t bytes) {
 }
 
 std::string HexId(Rng& rng) { return fmt::format("{:016x}", rng.Next()); }
+
+// ---- W9 vocabulary ---------------------------------------------------------------------
+
+// Word w of the W9 vocabulary: three of 16 syllables, so kHybridWords = 16^3 distinct
+// six-letter words that every tokenizer (strata's, LanceDB's "simple") splits alike.
+std::string HybridWord(int w) {
+  static constexpr const char* kSyllables[16] = {"ka", "lo", "mi", "nu", "re", "sa", "ti", "vo",
+                                                 "be", "du", "fe", "go", "hi", "ju", "pe", "zo"};
+  return std::string(kSyllables[w % 16]) + kSyllables[(w / 16) % 16] + kSyllables[w / 256 % 16];
+}
+
+// Draws word ranks with probability proportional to 1 / (rank + 1): Zipf with s = 1.
+class ZipfWords {
+ public:
+  ZipfWords() : cumulative_(kHybridWords) {
+    double total = 0;
+    for (int w = 0; w < kHybridWords; ++w) {
+      total += 1.0 / (w + 1);
+      cumulative_[static_cast<size_t>(w)] = total;
+    }
+  }
+  int Draw(Rng& rng) const {
+    const double u = rng.Unit() * cumulative_.back();
+    const auto it = std::upper_bound(cumulative_.begin(), cumulative_.end(), u);
+    return static_cast<int>(std::min<std::ptrdiff_t>(it - cumulative_.begin(), kHybridWords - 1));
+  }
+
+ private:
+  std::vector<double> cumulative_;
+};
+
+void GenerateHybrid(const DatasetSizes& sizes, Rng& rng, HybridData* out) {
+  const ZipfWords zipf;
+  const int64_t n = std::max<int64_t>(0, sizes.hybrid_records);
+  const size_t dim = static_cast<size_t>(std::max(0, sizes.hybrid_dim));
+  const int topics = std::max(1, sizes.hybrid_topics);
+  std::vector<std::vector<int>> words(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    out->ids.push_back(fmt::format("doc-{:07d}", i));
+    std::vector<int>& w = words[static_cast<size_t>(i)];
+    w.resize(static_cast<size_t>(rng.Between(8, 24)));
+    std::string text;
+    for (int& word : w) {
+      word = zipf.Draw(rng);
+      if (!text.empty()) text += ' ';
+      text += HybridWord(word);
+    }
+    out->texts.push_back(std::move(text));
+    out->topics.push_back(static_cast<int32_t>(rng.Below(static_cast<uint64_t>(topics))));
+  }
+  out->vectors.resize(static_cast<size_t>(n) * dim);
+  for (float& x : out->vectors) x = rng.Symmetric();
+  if (n == 0) return;
+  for (int q = 0; q < sizes.hybrid_queries; ++q) {
+    const auto target = static_cast<size_t>(rng.Below(static_cast<uint64_t>(n)));
+    out->query_topics.push_back(out->topics[target]);
+    const int rarest = *std::max_element(words[target].begin(), words[target].end());
+    std::string text = HybridWord(rarest);
+    for (int64_t extra = rng.Between(1, 2); extra > 0; --extra) {
+      text += ' ' + HybridWord(zipf.Draw(rng));
+    }
+    out->query_texts.push_back(std::move(text));
+    const float* v = &out->vectors[target * dim];
+    for (size_t j = 0; j < dim; ++j) out->query_vectors.push_back(v[j] + 0.5f * rng.Symmetric());
+  }
+}
 
 // A 16-hex-digit id not in `taken`, which it joins.
 std::string FreshId(Rng& rng, std::unordered_set<std::string>& taken) {
@@ -309,6 +377,7 @@ Dataset GenerateDataset(const DatasetSizes& sizes) {
   Rng read_rng(sizes.seed ^ 0x5eed0001);
   Rng put_rng(sizes.seed ^ 0x5eed0002);
   Rng vec_rng(sizes.seed ^ 0x5eed0003);
+  Rng hybrid_rng(sizes.seed ^ 0x5eed0004);
 
   // Rows: rollouts of 4..12 steps (8 on average), one policy version per rollout.
   const int64_t n = std::max<int64_t>(0, sizes.rows);
@@ -425,8 +494,12 @@ Dataset GenerateDataset(const DatasetSizes& sizes) {
       for (size_t j = 0; j < dim; ++j) v[j] = query[j] + scale * vec_rng.Symmetric();
     }
   }
+
+  GenerateHybrid(sizes, hybrid_rng, &d.hybrid);
   return d;
 }
+
+std::string HybridTopicName(int32_t topic) { return fmt::format("topic-{}", topic); }
 
 nlohmann::json SizesJson(const DatasetSizes& s) {
   return {{"rows", s.rows},
@@ -442,6 +515,10 @@ nlohmann::json SizesJson(const DatasetSizes& s) {
           {"vector_dim", s.vector_dim},
           {"vector_queries", s.vector_queries},
           {"top_k", s.top_k},
+          {"hybrid_records", s.hybrid_records},
+          {"hybrid_dim", s.hybrid_dim},
+          {"hybrid_queries", s.hybrid_queries},
+          {"hybrid_topics", s.hybrid_topics},
           {"seed", s.seed}};
 }
 
@@ -456,6 +533,21 @@ Status WriteDatasetFiles(const Dataset& data, const std::string& dir) {
   STRATA_RETURN_IF_ERROR(WriteFloats(dir + "/vectors.f32", data.vectors));
   STRATA_RETURN_IF_ERROR(WriteFloats(dir + "/queries.f32", data.queries));
   STRATA_RETURN_IF_ERROR(WriteJson(dir + "/vector_ids.json", nlohmann::json(data.vector_ids)));
+  const HybridData& h = data.hybrid;
+  STRATA_RETURN_IF_ERROR(WriteFloats(dir + "/hybrid_vectors.f32", h.vectors));
+  STRATA_RETURN_IF_ERROR(WriteFloats(dir + "/hybrid_queries.f32", h.query_vectors));
+  auto names = [](const std::vector<int32_t>& topics) {
+    std::vector<std::string> out;
+    out.reserve(topics.size());
+    for (int32_t t : topics) out.push_back(HybridTopicName(t));
+    return out;
+  };
+  STRATA_RETURN_IF_ERROR(
+      WriteJson(dir + "/hybrid.json", {{"ids", h.ids},
+                                       {"texts", h.texts},
+                                       {"topics", names(h.topics)},
+                                       {"query_texts", h.query_texts},
+                                       {"query_topics", names(h.query_topics)}}));
 
   nlohmann::json params;
   params["sizes"] = SizesJson(data.sizes);

@@ -1,5 +1,6 @@
 // The compare suite's deterministic data set: rollout-like rows, the ids each read workload
-// asks for, the rows that overwrite 10% of the keys, single-row puts and float32 vectors.
+// asks for, the rows that overwrite 10% of the keys, single-row puts, float32 vectors and
+// the hybrid-retrieval records (text + embedding + topic) with their queries.
 // Every engine gets the same data from the same seed; Node peers read the files that
 // WriteDatasetFiles puts beside it (docs in bench/compare/README.md).
 #pragma once
@@ -44,7 +45,13 @@ struct DatasetSizes {
   int64_t vectors = 100'000;  // W8
   int vector_dim = 1536;
   int vector_queries = 10;
-  int top_k = 10;
+  int top_k = 10;  // W8 and W9
+  // W9: records of a short text, an embedding and a topic (the filter), and hybrid queries.
+  // 384 dimensions (a small sentence-embedding model's) keep the load of 100k records short.
+  int64_t hybrid_records = 100'000;
+  int hybrid_dim = 384;
+  int hybrid_queries = 100;  // enough for a p99 that is not just the maximum
+  int hybrid_topics = 10;
   uint64_t seed = 20261130;
 };
 
@@ -60,6 +67,24 @@ struct ScanSpec {  // W3
   std::string Predicate() const;
 };
 
+// W9's records and queries. Texts are 8..24 words drawn from a vocabulary of kHybridWords
+// synthetic lowercase ASCII words with Zipf (s = 1) frequencies, so common words are in most
+// texts and rare ones in a few, as BM25 expects; embeddings are uniform in [-1, 1)^dim. Query
+// q is built around a random target record: its topic is the filter, its vector is the
+// target's plus uniform noise of scale 0.5 (the target is by far its nearest record), its
+// text the target's rarest word plus 1-2 words drawn from the Zipf distribution.
+struct HybridData {
+  std::vector<std::string> ids;    // "doc-%07d"
+  std::vector<std::string> texts;  // words separated by single spaces
+  std::vector<int32_t> topics;     // in [0, hybrid_topics); HybridTopicName
+  std::vector<float> vectors;      // row-major, ids x hybrid_dim
+  std::vector<std::string> query_texts;
+  std::vector<int32_t> query_topics;  // the filter: topic = HybridTopicName(query_topics[q])
+  std::vector<float> query_vectors;   // hybrid_queries x hybrid_dim
+};
+inline constexpr int kHybridWords = 4096;
+std::string HybridTopicName(int32_t topic);  // "topic-3"
+
 struct Dataset {
   DatasetSizes sizes;
   std::vector<BenchRow> rows;           // ingest order; batch b = rows[b*batch_rows, ...)
@@ -74,6 +99,7 @@ struct Dataset {
   std::vector<std::string> vector_ids;  // W8: "vec-%07d"
   std::vector<float> vectors;           // row-major, vectors x vector_dim
   std::vector<float> queries;           // vector_queries x vector_dim
+  HybridData hybrid;                    // W9
   ScanSpec scan;
 
   int64_t batch_count() const;
@@ -99,8 +125,10 @@ Dataset GenerateDataset(const DatasetSizes& sizes);
 // Writes the files Node peers read into `dir` (created): rows.arrows, overwrite.arrows,
 // puts.arrows (Arrow IPC streams, uncompressed, batches of batch_rows; columns as BenchRow,
 // reward float32, tokens list<int32>), vectors.f32 and queries.f32 (raw little-endian
-// float32, row-major), vector_ids.json, and params.json (sizes, scan spec, lookup_ids,
-// get_many_ids, expected answer counts).
+// float32, row-major), vector_ids.json, hybrid_vectors.f32 and hybrid_queries.f32 (W9, as
+// the W8 files), hybrid.json (W9: ids, texts, topic names, query_texts, query_topics as
+// names), and params.json (sizes, scan spec, lookup_ids, get_many_ids, expected answer
+// counts).
 Status WriteDatasetFiles(const Dataset& data, const std::string& dir);
 
 }  // namespace strata::bench::compare

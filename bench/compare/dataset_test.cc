@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -30,6 +31,9 @@ DatasetSizes Small() {
   s.vectors = 400;
   s.vector_dim = 16;
   s.vector_queries = 3;
+  s.hybrid_records = 3000;
+  s.hybrid_dim = 8;
+  s.hybrid_queries = 12;
   return s;
 }
 
@@ -53,6 +57,9 @@ TEST(CompareDatasetTest, SameSeedGivesSameDataAndOtherSeedDiffers) {
   EXPECT_EQ(a.lookup_ids, b.lookup_ids);
   EXPECT_EQ(a.get_many_ids, b.get_many_ids);
   EXPECT_EQ(a.vectors, b.vectors);
+  EXPECT_EQ(a.hybrid.texts, b.hybrid.texts);
+  EXPECT_EQ(a.hybrid.vectors, b.hybrid.vectors);
+  EXPECT_EQ(a.hybrid.query_texts, b.hybrid.query_texts);
   EXPECT_EQ(ExpectedScan(a), ExpectedScan(b));
   DatasetSizes other = Small();
   other.seed += 1;
@@ -138,7 +145,69 @@ TEST(CompareDatasetTest, FilesAreReadableArrowAndJson) {
   EXPECT_EQ(params["get_many_ids"].size(), d.get_many_ids.size());
   EXPECT_EQ(params["overwrite_rows"], d.overwrite_rows.size());
   EXPECT_EQ(std::filesystem::file_size(dir / "vectors.f32"), d.vectors.size() * sizeof(float));
+  EXPECT_EQ(params["sizes"]["hybrid_records"], d.sizes.hybrid_records);
+  EXPECT_EQ(std::filesystem::file_size(dir / "hybrid_vectors.f32"),
+            d.hybrid.vectors.size() * sizeof(float));
+  EXPECT_EQ(std::filesystem::file_size(dir / "hybrid_queries.f32"),
+            d.hybrid.query_vectors.size() * sizeof(float));
+  std::ifstream hybrid_in(dir / "hybrid.json");
+  const nlohmann::json hybrid = nlohmann::json::parse(hybrid_in);
+  EXPECT_EQ(hybrid["texts"].get<std::vector<std::string>>(), d.hybrid.texts);
+  EXPECT_EQ(hybrid["topics"][5], HybridTopicName(d.hybrid.topics[5]));
+  EXPECT_EQ(hybrid["query_topics"][2], HybridTopicName(d.hybrid.query_topics[2]));
   std::filesystem::remove_all(dir);
+}
+
+// W9's records: ids, 8-24 words of the vocabulary with Zipf frequencies (the most common
+// word in most texts, most words rare), topics in range; each query's text holds its target's
+// rarest word, so the reference ranks the target first (nearest vector, best text rank).
+TEST(CompareDatasetTest, HybridRecordsAndQueriesHaveTheirShape) {
+  const DatasetSizes s = Small();
+  const Dataset d = GenerateDataset(s);
+  const HybridData& h = d.hybrid;
+  ASSERT_EQ(static_cast<int64_t>(h.ids.size()), s.hybrid_records);
+  EXPECT_EQ(h.ids[7], "doc-0000007");
+  ASSERT_EQ(h.texts.size(), h.ids.size());
+  ASSERT_EQ(h.topics.size(), h.ids.size());
+  EXPECT_EQ(h.vectors.size(), h.ids.size() * static_cast<size_t>(s.hybrid_dim));
+  std::map<std::string, int> frequency;
+  for (size_t i = 0; i < h.texts.size(); ++i) {
+    std::istringstream words(h.texts[i]);
+    int n = 0;
+    for (std::string w; words >> w; ++n) {
+      EXPECT_EQ(w.size(), 6u) << w;
+      ++frequency[w];
+    }
+    EXPECT_GE(n, 8);
+    EXPECT_LE(n, 24);
+    EXPECT_GE(h.topics[i], 0);
+    EXPECT_LT(h.topics[i], s.hybrid_topics);
+  }
+  int most = 0;
+  for (const auto& [word, n] : frequency) most = std::max(most, n);
+  EXPECT_GT(most, static_cast<int>(h.ids.size()) / 2);  // the top word is in most texts
+  EXPECT_GT(frequency.size(), 1000u);                   // and the tail is long
+  ASSERT_EQ(static_cast<int64_t>(h.query_texts.size()), s.hybrid_queries);
+  ASSERT_EQ(h.query_vectors.size(), h.query_texts.size() * static_cast<size_t>(s.hybrid_dim));
+  const std::vector<std::vector<std::string>> reference = ExpectedHybrid(d);
+  ASSERT_EQ(reference.size(), h.query_texts.size());
+  std::map<std::string, int32_t> topic;
+  for (size_t i = 0; i < h.ids.size(); ++i) topic[h.ids[i]] = h.topics[i];
+  for (size_t q = 0; q < reference.size(); ++q) {
+    EXPECT_EQ(reference[q].size(), static_cast<size_t>(s.top_k));
+    for (const std::string& id : reference[q]) EXPECT_EQ(topic[id], h.query_topics[q]) << id;
+  }
+  // The check: the reference itself has recall 1 and no id outside the filter; a wrong id
+  // counts.
+  HybridQuality q = CheckHybrid(d, reference, reference);
+  EXPECT_EQ(q.queries, s.hybrid_queries);
+  EXPECT_DOUBLE_EQ(q.recall, 1.0);
+  EXPECT_EQ(q.outside_filter, 0);
+  std::vector<std::vector<std::string>> wrong = reference;
+  wrong[0][0] = "doc-unknown";
+  q = CheckHybrid(d, reference, wrong);
+  EXPECT_EQ(q.outside_filter, 1);
+  EXPECT_LT(q.recall, 1.0);
 }
 
 Outcome Answered(Answer answer, int64_t total_rows = -1) {

@@ -16,6 +16,11 @@
 //                 (must equal sizes.rows: an overwrite never adds a row).
 //   W8 vector:    per query q, "q\tid1,id2,...,id10" ids by ascending L2 distance;
 //                 count = queries answered.
+//   W9 hybrid:    no digest: engines score text differently (tokenizers, BM25 statistics,
+//                 fusion of truncated or whole channels), so results cannot be identical.
+//                 Each engine returns its top_k ids per query (result_ids); the driver
+//                 checks that every id matches the query's filter and measures recall@k
+//                 against an exact reference (answers.h ExpectedHybrid).
 #pragma once
 
 #include <memory>
@@ -28,13 +33,31 @@
 
 namespace strata::bench::compare {
 
-enum class Workload { kIngest, kPuts, kScan, kLookup, kGetMany, kOverwrite, kCompact, kVector };
+enum class Workload {
+  kIngest,
+  kPuts,
+  kScan,
+  kLookup,
+  kGetMany,
+  kOverwrite,
+  kCompact,
+  kVector,
+  kHybrid
+};
 const char* WorkloadName(Workload w);  // "W1 ingest", ...
 
 struct Answer {
   int64_t count = 0;
   std::string digest;  // hex SHA-256 (see above)
   friend bool operator==(const Answer&, const Answer&) = default;
+};
+
+// W9: an engine's results against the data set (answers.h CheckHybrid).
+struct HybridQuality {
+  int64_t queries = 0;         // queries with a result list
+  int64_t ids = 0;             // ids returned over every query
+  int64_t outside_filter = 0;  // ids that are unknown or not of the query's topic
+  double recall = 0;           // mean over queries of |returned ∩ reference| / |reference|
 };
 
 struct StepResult {
@@ -48,6 +71,8 @@ struct StepResult {
   std::optional<Answer> answer;      // W3-W6, W8
   int64_t total_rows = -1;           // W6
   std::string note;                  // anything the report should show beside the figure
+  std::vector<std::vector<std::string>> result_ids;  // W9: ids returned, per query
+  std::optional<HybridQuality> hybrid;               // W9: set by the driver
 
   static StepResult Unsupported(std::string reason) {
     StepResult r;
@@ -82,6 +107,9 @@ class Engine {
   // driver measures bytes on disk before and after.
   virtual Result<StepResult> Compact() = 0;
   virtual Result<StepResult> VectorSearch(const Dataset& data) = 0;  // W8
+  // W9: data.hybrid loaded untimed, then one hybrid query (text + vector + topic filter,
+  // top_k) per query, timed each; result_ids filled.
+  virtual Result<StepResult> HybridRetrieve(const Dataset& data) = 0;
   virtual Status Close() = 0;
 };
 

@@ -44,6 +44,7 @@ struct Options {
   // -1: the default of the chosen size (full or --quick).
   int64_t rows = -1, batch_rows = -1, lookups = -1, get_many_batches = -1, get_many_ids = -1,
           puts_per_writer = -1, vectors = -1, vector_dim = -1, vector_queries = -1, top_k = -1,
+          hybrid_records = -1, hybrid_dim = -1, hybrid_queries = -1, hybrid_topics = -1,
           floor_mib = -1;
   std::vector<int> put_writers;
   double overwrite_fraction = -1;
@@ -78,6 +79,8 @@ DatasetSizes SizesFrom(const Options& o) {
     s.puts_per_writer = 100;
     s.vectors = 10'000;
     s.vector_queries = 5;
+    s.hybrid_records = 20'000;
+    s.hybrid_queries = 20;
   }
   auto set = [](int64_t v, auto& field) {
     if (v >= 0) field = static_cast<std::remove_reference_t<decltype(field)>>(v);
@@ -92,6 +95,10 @@ DatasetSizes SizesFrom(const Options& o) {
   set(o.vector_dim, s.vector_dim);
   set(o.vector_queries, s.vector_queries);
   set(o.top_k, s.top_k);
+  set(o.hybrid_records, s.hybrid_records);
+  set(o.hybrid_dim, s.hybrid_dim);
+  set(o.hybrid_queries, s.hybrid_queries);
+  set(o.hybrid_topics, s.hybrid_topics);
   if (!o.put_writers.empty()) {
     s.put_writers.clear();
     for (int w : o.put_writers) {  // each count once: a step per count
@@ -134,8 +141,8 @@ Result<std::vector<std::string>> ParseEngines(const std::string& text) {
   return out;
 }
 
-// "all", or W1..W8 / names (ingest, puts, scan, lookup, get_many, overwrite, compact,
-// vector), comma-separated. W3-W7 read what W1 wrote, so they bring W1 along.
+// "all", or W1..W9 / names (ingest, puts, scan, lookup, get_many, overwrite, compact,
+// vector, retrieve), comma-separated. W3-W7 read what W1 wrote, so they bring W1 along.
 Result<std::set<Workload>> ParseWorkloads(const std::string& text) {
   static const std::vector<std::pair<Workload, std::vector<std::string>>> kNames = {
       {Workload::kIngest, {"w1", "ingest"}},
@@ -145,7 +152,8 @@ Result<std::set<Workload>> ParseWorkloads(const std::string& text) {
       {Workload::kGetMany, {"w5", "get_many", "getmany"}},
       {Workload::kOverwrite, {"w6", "overwrite"}},
       {Workload::kCompact, {"w7", "compact"}},
-      {Workload::kVector, {"w8", "vector"}}};
+      {Workload::kVector, {"w8", "vector"}},
+      {Workload::kHybrid, {"w9", "retrieve", "hybrid"}}};
   std::set<Workload> out;
   for (const std::string& w : SplitList(text)) {
     if (w == "all") {
@@ -161,8 +169,8 @@ Result<std::set<Workload>> ParseWorkloads(const std::string& text) {
     }
     if (!found) {
       return Status::InvalidArgument(fmt::format(
-          "unknown workload '{}' in --workloads (W1..W8, ingest, puts, scan, lookup, get_many, "
-          "overwrite, compact, vector, all)",
+          "unknown workload '{}' in --workloads (W1..W9, ingest, puts, scan, lookup, get_many, "
+          "overwrite, compact, vector, retrieve, all)",
           w));
     }
   }
@@ -301,6 +309,8 @@ Result<StepResult> RunStep(Engine& engine, const Step& step, const Dataset& data
       return engine.Compact();
     case Workload::kVector:
       return engine.VectorSearch(data);
+    case Workload::kHybrid:
+      return engine.HybridRetrieve(data);
   }
   return Status::Internal("unknown workload");
 }
@@ -317,6 +327,10 @@ std::string Brief(const Step& step, const StepResult& r, const Dataset& data) {
     out += fmt::format(", p50 {:.0f} us, p99 {:.0f} us", l.p50_us, l.p99_us);
   }
   if (r.answer) out += fmt::format(", answer count {}", r.answer->count);
+  if (r.hybrid) {
+    out += fmt::format(", recall@{} {:.3f} vs the exact reference, {} of {} ids outside the filter",
+                       data.sizes.top_k, r.hybrid->recall, r.hybrid->outside_filter, r.hybrid->ids);
+  }
   return out;
 }
 
@@ -333,8 +347,9 @@ int Run(const Options& o) {
   const bool custom = o.rows >= 0 || o.batch_rows >= 0 || o.lookups >= 0 ||
                       o.get_many_batches >= 0 || o.get_many_ids >= 0 || o.puts_per_writer >= 0 ||
                       o.vectors >= 0 || o.vector_dim >= 0 || o.vector_queries >= 0 ||
-                      o.top_k >= 0 || !o.put_writers.empty() || o.overwrite_fraction >= 0 ||
-                      o.puts_seconds > 0;
+                      o.top_k >= 0 || o.hybrid_records >= 0 || o.hybrid_dim >= 0 ||
+                      o.hybrid_queries >= 0 || o.hybrid_topics >= 0 || !o.put_writers.empty() ||
+                      o.overwrite_fraction >= 0 || o.puts_seconds > 0;
   report.size_label =
       custom ? (o.quick ? "--quick with overrides" : "custom") : (o.quick ? "--quick" : "full");
   report.sizes = SizesFrom(o);
@@ -392,9 +407,12 @@ int Run(const Options& o) {
   Dataset data = GenerateDataset(report.sizes);
   report.generate_seconds = Seconds(start);
   report.logical_bytes = data.LogicalBytes();
-  Progress("data: {} rows ({:.0f} MiB logical), {} vectors x {} generated in {:.1f} s",
-           data.rows.size(), MiB(static_cast<double>(report.logical_bytes)), data.vector_ids.size(),
-           report.sizes.vector_dim, report.generate_seconds);
+  Progress(
+      "data: {} rows ({:.0f} MiB logical), {} vectors x {}, {} hybrid records x {} generated in "
+      "{:.1f} s",
+      data.rows.size(), MiB(static_cast<double>(report.logical_bytes)), data.vector_ids.size(),
+      report.sizes.vector_dim, data.hybrid.ids.size(), report.sizes.hybrid_dim,
+      report.generate_seconds);
   start = Clock::now();
   if (Status st = WriteDatasetFiles(data, report.data_dir); !st.ok()) {
     fmt::print(stderr, "strata-compare: writing the data files: {}\n", st.ToString());
@@ -405,6 +423,7 @@ int Run(const Options& o) {
            report.files_seconds);
 
   // Expected answers, computed from the data set.
+  std::vector<std::vector<std::string>> hybrid_reference;  // W9
   for (const Step& step : report.steps) {
     switch (step.workload) {
       case Workload::kScan:
@@ -421,6 +440,9 @@ int Run(const Options& o) {
         break;
       case Workload::kVector:
         report.expected[step.key()] = ExpectedVector(data);
+        break;
+      case Workload::kHybrid:
+        hybrid_reference = ExpectedHybrid(data);
         break;
       default:
         break;
@@ -515,6 +537,9 @@ int Run(const Options& o) {
       } else {
         out.kind = Outcome::Kind::kOk;
         out.result = std::move(*r);
+        if (step.workload == Workload::kHybrid) {
+          out.result.hybrid = CheckHybrid(data, hybrid_reference, out.result.result_ids);
+        }
         Progress("{} {}: {}", step.title(), column.label, Brief(step, out.result, data));
       }
       if (step.workload == Workload::kIngest) column.bytes_after_ingest = DiskBytes(column.dir);
@@ -572,7 +597,8 @@ int main(int argc, char** argv) {
       "workloads (bench/compare/README.md). Usually run through bench/compare/run."};
   app.add_flag("--quick", o.quick,
                "small sizes (100k rows, 2k lookups, 20 get-many batches, 100 puts per writer, "
-               "10k vectors, 5 queries): under 5 minutes");
+               "10k vectors, 5 queries, 20k hybrid records, 20 hybrid queries): under 5 "
+               "minutes");
   app.add_option("--rows", o.rows, "rows ingested by W1 (default 1,000,000)");
   app.add_option("--batch-rows", o.batch_rows, "rows per W1 batch (default 256)");
   app.add_option("--lookups", o.lookups, "W4 point lookups, 10% misses (default 10,000)");
@@ -587,12 +613,17 @@ int main(int argc, char** argv) {
   app.add_option("--vectors", o.vectors, "W8 vectors (default 100,000)");
   app.add_option("--vector-dim", o.vector_dim, "W8 dimensions (default 1536)");
   app.add_option("--queries", o.vector_queries, "W8 queries (default 10)");
-  app.add_option("--top-k", o.top_k, "W8 neighbours per query (default 10)");
+  app.add_option("--top-k", o.top_k, "W8 neighbours and W9 results per query (default 10)");
+  app.add_option("--hybrid-records", o.hybrid_records,
+                 "W9 records (text + embedding + topic; default 100,000)");
+  app.add_option("--hybrid-dim", o.hybrid_dim, "W9 embedding dimensions (default 384)");
+  app.add_option("--hybrid-queries", o.hybrid_queries, "W9 hybrid queries (default 100)");
+  app.add_option("--hybrid-topics", o.hybrid_topics, "W9 topics, the filter's values (default 10)");
   app.add_option("--seed", o.seed, "data set seed")->capture_default_str();
   app.add_option("--engines", o.engines, "comma-separated engines")->capture_default_str();
   app.add_option("--workloads", o.workloads,
-                 "comma-separated: W1..W8 or ingest, puts, scan, lookup, get_many, overwrite, "
-                 "compact, vector; all")
+                 "comma-separated: W1..W9 or ingest, puts, scan, lookup, get_many, overwrite, "
+                 "compact, vector, retrieve; all")
       ->capture_default_str();
   app.add_option("--dir", o.dir,
                  "scratch directory, wiped and recreated (a non-empty one must carry the "

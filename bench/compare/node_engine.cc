@@ -63,6 +63,9 @@ StepResult ToStepResult(const json& j) {
   }
   r.total_rows = j.value("total_rows", int64_t{-1});
   r.note = j.value("note", std::string());
+  if (j.contains("result_ids")) {
+    r.result_ids = j.at("result_ids").get<std::vector<std::vector<std::string>>>();
+  }
   return r;
 }
 
@@ -102,6 +105,7 @@ class NodeEngine final : public Engine {
   Result<StepResult> Overwrite(const Dataset&) override { return Step({{"op", "overwrite"}}); }
   Result<StepResult> Compact() override { return Step({{"op", "compact"}}); }
   Result<StepResult> VectorSearch(const Dataset&) override { return Step({{"op", "vector"}}); }
+  Result<StepResult> HybridRetrieve(const Dataset&) override { return Step({{"op", "hybrid"}}); }
 
   Status Close() override {
     if (pid_ <= 0) return Status::OK();

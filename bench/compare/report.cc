@@ -54,12 +54,47 @@ std::string AnswerText(const Answer& a) {
   return fmt::format("count {} digest {}", a.count, Short(a.digest));
 }
 
+// W9 has no common answer (engine.h): every engine must answer every query with ids that all
+// match the query's filter; recall is a figure of the table, not a check.
+AnswerCheck CheckHybridStep(const RunReport& report, const Step& step) {
+  AnswerCheck check;
+  check.step = step.key();
+  for (size_t e = 0; e < report.engines.size(); ++e) {
+    const Outcome* o = report.Find(check.step, e);
+    if (o == nullptr || o->kind != Outcome::Kind::kOk) continue;
+    const std::string& label = report.engines[e].label;
+    ++check.engines_checked;
+    const std::optional<HybridQuality>& q = o->result.hybrid;
+    if (!q) {
+      check.problems.push_back(fmt::format("{} ran W9 but its results were not checked", label));
+      continue;
+    }
+    if (q->queries != report.sizes.hybrid_queries) {
+      check.problems.push_back(fmt::format("{}: results for {} queries, expected {}", label,
+                                           q->queries, report.sizes.hybrid_queries));
+    }
+    if (q->outside_filter > 0) {
+      check.problems.push_back(
+          fmt::format("{}: {} of {} returned ids do not match the query's "
+                      "topic filter (or are unknown)",
+                      label, q->outside_filter, q->ids));
+    }
+  }
+  return check;
+}
+
 }  // namespace
 
 bool CheckAnswers(RunReport* report) {
   report->checks.clear();
   bool all_ok = true;
   for (const Step& step : report->steps) {
+    if (step.workload == Workload::kHybrid) {
+      AnswerCheck check = CheckHybridStep(*report, step);
+      all_ok &= check.problems.empty();
+      report->checks.push_back(std::move(check));
+      continue;
+    }
     if (!HasAnswer(step.workload)) continue;
     AnswerCheck check;
     check.step = step.key();
@@ -289,6 +324,28 @@ std::vector<Metric> MetricsFor(const Step& step, const RunReport& report) {
       m.push_back({"compaction seconds", Better::kLower, Format::kSeconds,
                    [](const Ctx& c) { return std::optional<double>(c.r().seconds); }});
       break;
+    case Workload::kHybrid:
+      m.push_back({"query p50 (ms)", Better::kLower, Format::kMillis,
+                   [](const Ctx& c) { return P(c.r(), false, 1e-3); }});
+      m.push_back({"query p99 (ms)", Better::kLower, Format::kMillis,
+                   [](const Ctx& c) { return P(c.r(), true, 1e-3); }});
+      m.push_back({"queries/s", Better::kHigher, Format::kCount, [&](const Ctx& c) {
+                     return Per(Ops(c.r(), static_cast<double>(s.hybrid_queries)), c.r().seconds);
+                   }});
+      m.push_back({fmt::format("recall@{} vs exact RRF reference", s.top_k), Better::kHigher,
+                   Format::kTimes, [](const Ctx& c) -> std::optional<double> {
+                     if (!c.r().hybrid) return std::nullopt;
+                     return c.r().hybrid->recall;
+                   }});
+      m.push_back({"ids outside the filter", Better::kNone, Format::kCount, nullptr,
+                   [](const Ctx& c) -> std::string {
+                     if (!c.r().hybrid) return "NOT CHECKED";
+                     const HybridQuality& q = *c.r().hybrid;
+                     return q.outside_filter == 0
+                                ? fmt::format("ok (0 of {})", q.ids)
+                                : fmt::format("WRONG ({} of {})", q.outside_filter, q.ids);
+                   }});
+      break;
     case Workload::kVector:
       m.push_back({"ms per query", Better::kLower, Format::kMillis,
                    [&](const Ctx& c) -> std::optional<double> {
@@ -442,10 +499,12 @@ void PrintHeader(const RunReport& report) {
       "data: {} rows ({:.0f} MiB logical, {:.0f} B/row) in batches of {}; W2 {} puts per "
       "writer, at most {:.0f} s; W4 {} lookups (10% misses); W5 {} x {} ids; W6 {:.0f}% "
       "overwritten; W8 {} x {} "
-      "float32 vectors, {} queries, top {}; seed {}\n",
+      "float32 vectors, {} queries, top {}; W9 {} records (8-24 Zipf words, {} float32 dims, "
+      "{} topics), {} hybrid queries (2-3 words + vector + topic filter), top {}; seed {}\n",
       s.rows, MiB(static_cast<double>(report.logical_bytes)), row_bytes, s.batch_rows,
       s.puts_per_writer, s.puts_seconds, s.lookups, s.get_many_batches, s.get_many_ids,
-      100 * s.overwrite_fraction, s.vectors, s.vector_dim, s.vector_queries, s.top_k, s.seed);
+      100 * s.overwrite_fraction, s.vectors, s.vector_dim, s.vector_queries, s.top_k,
+      s.hybrid_records, s.hybrid_dim, s.hybrid_topics, s.hybrid_queries, s.top_k, s.seed);
   fmt::print("engines:\n");
   for (const EngineColumn& e : report.engines) {
     if (!e.open_error.empty()) {
@@ -469,18 +528,22 @@ void PrintHeader(const RunReport& report) {
 void PrintTables(const RunReport& report) {
   for (Workload w :
        {Workload::kIngest, Workload::kPuts, Workload::kScan, Workload::kLookup, Workload::kGetMany,
-        Workload::kOverwrite, Workload::kCompact, Workload::kVector}) {
+        Workload::kOverwrite, Workload::kCompact, Workload::kVector, Workload::kHybrid}) {
     PrintTable(report, w);
   }
 }
 
 void PrintSummary(const RunReport& report) {
   fmt::print(
-      "\n== answers (W3-W6, W8): every engine against the answer computed from the data set\n");
+      "\n== answers (W3-W6, W8): every engine against the answer computed from the data set; "
+      "W9: every engine answered every query, all ids within the query's filter\n");
   if (report.checks.empty()) fmt::print("  (no workload with answers was run)\n");
   for (const AnswerCheck& c : report.checks) {
     const std::string expected = c.expected ? AnswerText(*c.expected) : "not computed";
-    if (c.problems.empty()) {
+    if (c.problems.empty() && !c.expected) {  // W9: no common answer to compare
+      fmt::print("  {:<5} ok: {} engine{} answered every query within its filter\n", c.step,
+                 c.engines_checked, c.engines_checked == 1 ? "" : "s");
+    } else if (c.problems.empty()) {
       fmt::print("  {:<5} ok: {} engine{} match{} the data set ({})\n", c.step, c.engines_checked,
                  c.engines_checked == 1 ? "" : "s", c.engines_checked == 1 ? "es" : "", expected);
     } else {
@@ -590,6 +653,13 @@ Status WriteJsonReport(const RunReport& report, const std::string& path) {
              {"latency_us", {{"p50", l.p50_us}, {"p99", l.p99_us}, {"max", l.max_us}}},
              {"latencies_us", x.latencies_us}};
         if (x.answer) r["answer"] = {{"count", x.answer->count}, {"digest", x.answer->digest}};
+        if (x.hybrid) {
+          r["hybrid"] = {{"queries", x.hybrid->queries},
+                         {"ids", x.hybrid->ids},
+                         {"outside_filter", x.hybrid->outside_filter},
+                         {"recall", x.hybrid->recall}};
+          r["result_ids"] = x.result_ids;
+        }
       }
       results[report.engines[e].label] = r;
     }

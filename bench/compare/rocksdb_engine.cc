@@ -289,6 +289,11 @@ class RocksDbEngine final : public Engine {
     return Guarded("rocksdb W8 vector", [&]() -> Result<StepResult> { return DoVector(data); });
   }
 
+  Result<StepResult> HybridRetrieve(const Dataset&) override {
+    return StepResult::Unsupported(
+        "a key-value store: no full-text or vector index to fuse (hybrid retrieval)");
+  }
+
   Status Close() override {
     return Guarded("rocksdb close", [&]() -> Status {
       if (!db_) return Status::OK();

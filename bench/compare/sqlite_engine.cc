@@ -338,6 +338,11 @@ class SqliteEngine final : public Engine {
     return Guarded("sqlite W8 vector", [&]() -> Result<StepResult> { return DoVector(data); });
   }
 
+  Result<StepResult> HybridRetrieve(const Dataset&) override {
+    return StepResult::Unsupported(
+        "no hybrid retrieval: no vector search to fuse with FTS5 (no vector extension loaded)");
+  }
+
   Status Close() override {
     return Guarded("sqlite close", [&]() -> Status {
       in_lists_.clear();

@@ -55,6 +55,8 @@ constexpr auto kFollowInterval = std::chrono::seconds(1);
 constexpr const char* kVectorsPrefix = "vectors/";
 constexpr size_t kVectorLoadRecords = 5000;
 constexpr const char* kGenericVectorReason = "same context store as strata; W8 runs on strata only";
+constexpr const char* kHybridPrefix = "hybrid/";
+constexpr const char* kGenericHybridReason = "same context store as strata; W9 runs on strata only";
 
 // A follower of the store at `prefix`: marks it for replication (replication::MarkBase),
 // then every kFollowInterval exports what changed, publishes it under `bundles-<prefix>`
@@ -745,6 +747,12 @@ class StrataEngine final : public Engine {
     return Guard("W8 vector", [&]() -> Result<StepResult> { return DoVector(data); });
   }
 
+  Result<StepResult> HybridRetrieve(const Dataset& data) override {
+    if (const char* reason = WritesOnly()) return StepResult::Unsupported(reason);
+    if (generic_mode_) return StepResult::Unsupported(kGenericHybridReason);
+    return Guard("W9 hybrid", [&]() -> Result<StepResult> { return DoHybrid(data); });
+  }
+
   Status Close() override {
     return Guard("close", [&]() -> Status {
       Status st = follower_ != nullptr ? follower_->Stop() : Status::OK();
@@ -754,6 +762,9 @@ class StrataEngine final : public Engine {
       closed = vectors_ != nullptr ? vectors_->Close() : Status::OK();
       if (st.ok()) st = closed;
       vectors_.reset();
+      closed = hybrid_ != nullptr ? hybrid_->Close() : Status::OK();
+      if (st.ok()) st = closed;
+      hybrid_.reset();
       store_.reset();
       generic_.reset();
       objects_.reset();
@@ -780,6 +791,114 @@ class StrataEngine final : public Engine {
     return store_->Put({batches[b]});
   }
 
+  // Merges every pending generation of `context` into its base table, then compacts: the
+  // steady state a reader of a loaded store sees (W8, W9).
+  static Status MergeAndCompact(store::ContextStore& context, const char* workload) {
+    STRATA_RETURN_IF_ERROR(context.Flush().status());
+    StorageBase& base = context.base();
+    for (;;) {
+      STRATA_ASSIGN_OR_RETURN(int64_t pending, base.PendingGenerations());
+      if (pending == 0) break;
+      STRATA_ASSIGN_OR_RETURN(store::MergeReport m, base.Cleanup());
+      if (!m.complete()) {
+        return m.follow_up.WithContext(fmt::format("{} merge committed, then failed", workload));
+      }
+      if (m.generations_reclaimed == 0) {
+        return Status::Internal(fmt::format(
+            "{}: Cleanup merged nothing with {} generations pending", workload, pending));
+      }
+    }
+    for (int c = 0; c < kMaxCompactions; ++c) {
+      STRATA_ASSIGN_OR_RETURN(table::CompactionResult compacted, base.Compact());
+      if (compacted.version == 0) break;
+    }
+    return Status::OK();
+  }
+
+  // A ContextStore of the engine's object store at `prefix` for `dim`-float embeddings (l2).
+  Result<std::unique_ptr<store::ContextStore>> OpenContext(const char* prefix, int dim) const {
+    store::ContextStoreOptions options;
+    options.base = Options("");
+    options.base.schema = nullptr;
+    options.base.key_column.clear();
+    // Default table compression: float32 noise saves less than min_space_savings under zstd,
+    // so the vector buffers are stored raw and no query decompresses them.
+    options.embedding_dim = dim;
+    // W8 builds the vector index after the load, timed on its own; W9 searches exactly.
+    options.vector_index.enabled = false;
+    options.distance_metric = store::DistanceMetric::kL2;
+    return store::ContextStore::Open(objects_, prefix, options);
+  }
+
+  // W9: the records go into a ContextStore (untimed, as W8's vectors; the topic as metadata
+  // JSON {"topic": "topic-N"}), then each query is one Retrieve with the text, the vector,
+  // limit top_k and the metadata filter topic = the query's.
+  Result<StepResult> DoHybrid(const Dataset& data) {
+    STRATA_RETURN_IF_ERROR(CheckOpen());
+    const HybridData& h = data.hybrid;
+    const int dim = data.sizes.hybrid_dim;
+    const size_t n = h.ids.size();
+    const size_t queries = h.query_texts.size();
+    if (dim < 1 || h.vectors.size() != n * static_cast<size_t>(dim) ||
+        h.query_vectors.size() != queries * static_cast<size_t>(dim)) {
+      return Status::InvalidArgument(fmt::format(
+          "W9: {} vector floats and {} query floats do not fit {} records of dimension {}",
+          h.vectors.size(), h.query_vectors.size(), n, dim));
+    }
+    const auto load_start = Clock::now();
+    if (hybrid_ == nullptr) {
+      STRATA_ASSIGN_OR_RETURN(hybrid_, OpenContext(kHybridPrefix, dim));
+      for (size_t first = 0; first < n; first += kVectorLoadRecords) {
+        std::vector<store::ContextRecord> records;
+        for (size_t i = first; i < std::min(n, first + kVectorLoadRecords); ++i) {
+          store::ContextRecord r;
+          r.id = h.ids[i];
+          r.run_id = "w9";
+          r.text_payload = h.texts[i];
+          r.metadata = fmt::format(R"({{"topic":"{}"}})", HybridTopicName(h.topics[i]));
+          const float* v = h.vectors.data() + i * static_cast<size_t>(dim);
+          r.embedding = std::vector<float>(v, v + dim);
+          records.push_back(std::move(r));
+        }
+        STRATA_RETURN_IF_ERROR(hybrid_->Add(std::move(records)).status());
+      }
+      STRATA_RETURN_IF_ERROR(MergeAndCompact(*hybrid_, "W9"));
+    }
+    const double load_seconds = Seconds(load_start);
+    std::vector<store::RetrieveOptions> requests(queries);
+    for (size_t q = 0; q < queries; ++q) {
+      store::RetrieveOptions& o = requests[q];
+      o.text = h.query_texts[q];
+      const float* v = h.query_vectors.data() + q * static_cast<size_t>(dim);
+      o.vector = std::vector<float>(v, v + dim);
+      o.limit = data.sizes.top_k;
+      o.filters.metadata["topic"] = store::RecordFilters::MetadataMatch{
+          store::RecordFilters::MetadataMatch::Kind::kEquals,
+          fmt::format(R"("{}")", HybridTopicName(h.query_topics[q]))};
+    }
+    StepResult r;
+    const auto start = Clock::now();
+    for (size_t q = 0; q < queries; ++q) {
+      const auto t0 = Clock::now();
+      STRATA_ASSIGN_OR_RETURN(std::vector<store::RetrieveResult> found,
+                              hybrid_->Retrieve(requests[q]));
+      r.latencies_us.push_back(Seconds(t0) * 1e6);
+      std::vector<std::string>& ids = r.result_ids.emplace_back();
+      for (const store::RetrieveResult& f : found) ids.push_back(f.record.id);
+    }
+    r.seconds = Seconds(start);
+    r.ops = static_cast<int64_t>(queries);
+    r.rows = static_cast<int64_t>(queries) * data.sizes.top_k;
+    r.note = fmt::format(
+        "timed: ContextStore::Retrieve(text, vector, limit {}, metadata filter topic) per query "
+        "(exact: BM25 over the matching records' text and every matching record's L2 distance, "
+        "fused by RRF k=60); untimed: load of {} records (text, {} float32 dims, metadata "
+        "{{\"topic\": ...}}) into a ContextStore (as W8: l2, default table compression, Add of {} "
+        "records at a time, merged into the base table and compacted) {:.1f} s",
+        data.sizes.top_k, n, dim, kVectorLoadRecords, load_seconds);
+    return r;
+  }
+
   // W8: the vectors go into a ContextStore (untimed: Add in batches, Flush, merge every
   // generation into the base table, compact), then each query is one exact Search.
   Result<StepResult> DoVector(const Dataset& data) {
@@ -795,18 +914,7 @@ class StrataEngine final : public Engine {
     }
     const auto load_start = Clock::now();
     if (vectors_ == nullptr) {
-      store::ContextStoreOptions options;
-      options.base = Options("");
-      options.base.schema = nullptr;
-      options.base.key_column.clear();
-      // Default table compression: float32 noise saves less than min_space_savings under zstd,
-      // so the vector buffers are stored raw and no query decompresses them.
-      options.embedding_dim = dim;
-      // The index is built after the load, timed on its own.
-      options.vector_index.enabled = false;
-      options.distance_metric = store::DistanceMetric::kL2;
-      STRATA_ASSIGN_OR_RETURN(vectors_,
-                              store::ContextStore::Open(objects_, kVectorsPrefix, options));
+      STRATA_ASSIGN_OR_RETURN(vectors_, OpenContext(kVectorsPrefix, dim));
       for (size_t first = 0; first < n; first += kVectorLoadRecords) {
         std::vector<store::ContextRecord> records;
         for (size_t i = first; i < std::min(n, first + kVectorLoadRecords); ++i) {
@@ -819,22 +927,7 @@ class StrataEngine final : public Engine {
         }
         STRATA_RETURN_IF_ERROR(vectors_->Add(std::move(records)).status());
       }
-      STRATA_RETURN_IF_ERROR(vectors_->Flush().status());
-      StorageBase& base = vectors_->base();
-      for (;;) {
-        STRATA_ASSIGN_OR_RETURN(int64_t pending, base.PendingGenerations());
-        if (pending == 0) break;
-        STRATA_ASSIGN_OR_RETURN(store::MergeReport m, base.Cleanup());
-        if (!m.complete()) return m.follow_up.WithContext("W8 merge committed, then failed");
-        if (m.generations_reclaimed == 0) {
-          return Status::Internal(
-              fmt::format("W8: Cleanup merged nothing with {} generations pending", pending));
-        }
-      }
-      for (int c = 0; c < kMaxCompactions; ++c) {
-        STRATA_ASSIGN_OR_RETURN(table::CompactionResult compacted, base.Compact());
-        if (compacted.version == 0) break;
-      }
+      STRATA_RETURN_IF_ERROR(MergeAndCompact(*vectors_, "W8"));
     }
     const double load_seconds = Seconds(load_start);
     std::vector<std::vector<float>> query_vectors;
@@ -967,6 +1060,7 @@ class StrataEngine final : public Engine {
   store::SchemaSpec spec_;                        // strata-generic
   std::unique_ptr<GenericStore> generic_;         // strata-generic, strata-generic-json
   std::unique_ptr<store::ContextStore> vectors_;  // W8
+  std::unique_ptr<store::ContextStore> hybrid_;   // W9
 };
 
 }  // namespace

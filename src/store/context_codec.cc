@@ -1,12 +1,15 @@
 // The context schema, ContextRecord <-> RecordBatch conversion (through record_codec.h's
 // column table), distance metrics, the lifecycle part of the visibility predicate and
 // RecordFilters (shared/reference/lance-context.md §3.2).
+#include "store/context_codec.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -377,6 +380,11 @@ Result<RecordBatch> EncodeContextRecords(const std::vector<ContextRecord>& recor
 
 Result<std::vector<ContextRecord>> DecodeContextRecords(const RecordBatch& batch) {
   return internal::DecodeRecords<ContextRecord>(Columns(), "dataset", batch);
+}
+
+Result<std::vector<ContextRecord>> DecodeContextRecordRows(const RecordBatch& batch,
+                                                           std::span<const int64_t> rows) {
+  return internal::DecodeRecordRows<ContextRecord>(Columns(), "dataset", batch, rows);
 }
 
 bool VisibleByLifecycle(const ContextRecord& record, const LifecycleQueryOptions& options,

@@ -12,6 +12,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "store/store_test_util.h"
 #include "strata/context_store.h"
@@ -75,6 +76,18 @@ TEST(ContextTextTokensTest, RunsOfLettersAndNumbersLowercased) {
                                    3)),
             (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(TextTokens(" ,.;").empty());
+}
+
+// Tokens of lowercase ASCII pass through without a copy; a capital or a non-ASCII letter in
+// the middle of a token switches to the built path; both must give TextTokens' definition.
+TEST(ContextTextTokensTest, MixedCaseAndNonAsciiInsideTokens) {
+  EXPECT_EQ(
+      TextTokens("abcDef ghi Jkl mnoP 12ab ÉCOLE écoleX aÜb"),
+      (std::vector<std::string>{"abcdef", "ghi", "jkl", "mnop", "12ab", "école", "écolex", "aüb"}));
+  EXPECT_EQ(TextTokens("x"), (std::vector<std::string>{"x"}));
+  EXPECT_EQ(TextTokens("Q"), (std::vector<std::string>{"q"}));
+  EXPECT_EQ(TextTokens("end. ÄND"), (std::vector<std::string>{"end", "änd"}));
+  EXPECT_EQ(TextTokens(std::string("ab\xc3", 3)), (std::vector<std::string>{"ab"}));
 }
 
 TEST_F(ContextSearchTest, ExactSearchEqualsBruteForceForEveryMetric) {
@@ -416,6 +429,241 @@ TEST_F(ContextSearchTest, RetrieveFusesBothChannelsByReciprocalRankWithBothTextS
     ASSERT_OK_AND_ASSIGN(got, store->Retrieve(options));
     ASSERT_EQ(got.size(), 2u);
     EXPECT_EQ(got[0].record.id, want[0].id);
+  }
+}
+
+// The oracle of retrieve: every visible record by ListFiltered, each channel ranked and the
+// ranks fused as the reference defines them (tokens by TextTokens, tested above).
+std::vector<std::pair<Fused, ContextRecord>> RetrieveBruteForce(const ContextStore& store,
+                                                                const RetrieveOptions& options) {
+  std::vector<std::pair<Fused, ContextRecord>> out;
+  Result<std::vector<ContextRecord>> visible =
+      store.ListFiltered(options.filters, std::nullopt, 0, options.lifecycle);
+  EXPECT_TRUE(visible.ok()) << visible.status();
+  if (!visible.ok()) return out;
+  // Distinct query tokens in first-seen order: BM25 adds their terms in this order, so
+  // records whose scores are equal sums of the same terms in another order tie exactly.
+  std::vector<std::string> q;
+  for (const std::string& t :
+       options.text ? TextTokens(*options.text) : std::vector<std::string>()) {
+    if (std::find(q.begin(), q.end(), t) == q.end()) q.push_back(t);
+  }
+  std::vector<std::vector<std::string>> docs;
+  double total = 0;
+  for (const ContextRecord& r : *visible) {
+    docs.push_back(r.text_payload ? TextTokens(*r.text_payload) : std::vector<std::string>());
+    total += static_cast<double>(docs.back().size());
+  }
+  const double n = static_cast<double>(visible->size());
+  const double avg = n > 0 ? total / n : 0;
+  auto key = [](double d, double nan) { return std::isnan(d) ? nan : d; };
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::tuple<double, std::string, size_t>> by_distance, by_text;
+  std::vector<Fused> fused(visible->size());
+  for (size_t i = 0; i < visible->size(); ++i) {
+    const ContextRecord& r = (*visible)[i];
+    fused[i].id = r.id;
+    if (options.vector && r.embedding) {
+      fused[i].distance = Expected(store.distance_metric(), *options.vector, *r.embedding);
+      by_distance.emplace_back(key(*fused[i].distance, inf), r.id, i);
+    }
+    int matched = 0;
+    double bm25 = 0;
+    for (const std::string& t : q) {
+      const double tf = static_cast<double>(std::count(docs[i].begin(), docs[i].end(), t));
+      if (tf == 0) continue;
+      ++matched;
+      double df = 0;
+      for (const auto& other : docs) df += std::count(other.begin(), other.end(), t) > 0 ? 1 : 0;
+      const double idf = std::log(1 + (n - df + 0.5) / (df + 0.5));
+      bm25 +=
+          idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * static_cast<double>(docs[i].size()) / avg));
+    }
+    if (matched == 0) continue;
+    fused[i].text = options.text_scoring == TextScoring::kOverlap
+                        ? static_cast<double>(matched) / static_cast<double>(q.size())
+                        : bm25;
+    by_text.emplace_back(-key(*fused[i].text, -inf), r.id, i);
+  }
+  std::sort(by_distance.begin(), by_distance.end());
+  std::sort(by_text.begin(), by_text.end());
+  for (size_t r = 0; r < by_distance.size(); ++r) {
+    fused[std::get<2>(by_distance[r])].score += 1.0 / (60.0 + static_cast<double>(r + 1));
+  }
+  for (size_t r = 0; r < by_text.size(); ++r) {
+    fused[std::get<2>(by_text[r])].score += 1.0 / (60.0 + static_cast<double>(r + 1));
+  }
+  for (size_t i = 0; i < visible->size(); ++i) {
+    if (fused[i].distance || fused[i].text) out.emplace_back(fused[i], (*visible)[i]);
+  }
+  std::sort(out.begin(), out.end(), [&](const auto& x, const auto& y) {
+    const Fused& a = x.first;
+    const Fused& b = y.first;
+    if (a.score != b.score) return a.score > b.score;
+    if (a.distance.has_value() != b.distance.has_value()) return a.distance.has_value();
+    if (a.distance && key(*a.distance, inf) != key(*b.distance, inf)) {
+      return key(*a.distance, inf) < key(*b.distance, inf);
+    }
+    if (a.text.has_value() != b.text.has_value()) return a.text.has_value();
+    if (a.text && key(*a.text, -inf) != key(*b.text, -inf)) {
+      return key(*a.text, -inf) > key(*b.text, -inf);
+    }
+    return a.id < b.id;
+  });
+  out.resize(std::min(out.size(), static_cast<size_t>(options.limit.value_or(10))));
+  return out;
+}
+
+// Records are equal, NaN embedding items equal to each other.
+bool SameRecord(ContextRecord a, ContextRecord b) {
+  if (a.embedding.has_value() != b.embedding.has_value()) return false;
+  if (a.embedding) {
+    if (!std::equal(a.embedding->begin(), a.embedding->end(), b.embedding->begin(),
+                    b.embedding->end(),
+                    [](float x, float y) { return x == y || (std::isnan(x) && std::isnan(y)); })) {
+      return false;
+    }
+    a.embedding.reset();
+    b.embedding.reset();
+  }
+  return a == b;
+}
+
+// Random records (texts of mixed case and non-ASCII words, null texts and embeddings, ties,
+// NaN items; metadata written compactly, with spaces or with escapes) under updates, lifecycle
+// changes, deletes, merges and unflushed rows: every retrieve — text, vector or both, with
+// and without filters (a metadata key with a number, a string, a contains; a column filter),
+// both scorings, with and without retired rows — equals the brute force over ListFiltered,
+// records included.
+TEST_F(ContextSearchTest, RetrieveEqualsBruteForceAcrossBaseGenerationsAndMemtable) {
+  constexpr int32_t kDim = 5;
+  const uint32_t seed = 20261205;
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> value(-1, 1);
+  const std::vector<std::string> words = {"alpha", "Beta", "gamma", "DELTA", "école",
+                                          "Über",  "東京", "x1",    "beta",  "alphabet"};
+  const std::vector<std::string> metadata = {R"({"n":1,"s":"ab","tags":["x","y"]})",
+                                             R"({"n": 1, "s": "ab"})",
+                                             R"({"n":2,"s":"ab"})",
+                                             R"({"n":1,"s":"a\u0062"})",
+                                             R"({"s":"abc","tags":"wxyz"})",
+                                             R"(["n"])"};
+  ContextStoreOptions options;
+  options.embedding_dim = kDim;
+  options.base.shard_id = "solo";
+  options.base.clock = &clock_;
+  options.seal_on_add = false;  // rows stay in the memtable until a Flush
+  ASSERT_OK_AND_ASSIGN(auto store, ContextStore::Open(store_, "retrieve-mixed/", options));
+  auto random_vector = [&] {
+    std::vector<float> e(kDim);
+    for (float& x : e) x = value(rng);
+    return e;
+  };
+  auto random_text = [&] {
+    std::string text;
+    for (int w = static_cast<int>(rng() % 8); w >= 0; --w) {
+      text += words[rng() % words.size()];
+      text += rng() % 4 == 0 ? ", " : " ";
+    }
+    return text;
+  };
+  std::vector<std::vector<float>> seen;
+  std::vector<std::string> ids;
+  int next = 0;
+  for (int round = 0; round < 4; ++round) {
+    SCOPED_TRACE(fmt::format("round {}", round));
+    std::vector<ContextRecord> batch;
+    for (int i = 0; i < 40; ++i) {
+      ContextRecord r = Rec(fmt::format("r{:04}", next++), random_vector(), random_text());
+      const int kind = static_cast<int>(rng() % 10);
+      if (kind == 0) r.embedding.reset();
+      if (kind == 1 && !seen.empty()) r.embedding = seen[rng() % seen.size()];  // a tie
+      if (kind == 2) (*r.embedding)[rng() % kDim] = std::nanf("");
+      if (kind == 3) r.text_payload.reset();
+      if (kind == 4) r.text_payload = "alpha beta";  // equal texts: equal text scores
+      r.bot_id = rng() % 2 == 0 ? "x" : "y";
+      if (rng() % 5 != 0) r.metadata = metadata[rng() % metadata.size()];
+      if (r.embedding) seen.push_back(*r.embedding);
+      ids.push_back(r.id);
+      batch.push_back(std::move(r));
+    }
+    ASSERT_OK(store->Add(batch).status());
+    for (int i = 0; i < 12; ++i) {
+      const std::string& id = ids[rng() % ids.size()];
+      ContextPatch patch;
+      switch (rng() % 5) {
+        case 0:
+          patch.metadata = metadata[rng() % metadata.size()];
+          break;
+        case 1:
+          patch.lifecycle_status = "archived";
+          break;
+        case 2:
+          patch.retired_at_micros = kT0;
+          break;
+        case 3:
+          patch.expires_at_micros = kT0;  // already expired
+          break;
+        default:
+          ASSERT_OK(store->DeleteById(id).status());
+          continue;
+      }
+      ASSERT_OK(store->UpdateById(id, patch).status());
+    }
+    if (round % 2 == 0) ASSERT_OK(store->Flush().status());
+    if (round == 1) {
+      ASSERT_OK(store->Flush().status());
+      ASSERT_OK(store->base().Cleanup().status());
+    }
+    std::vector<RecordFilters> filters(1);
+    for (const char* json : {R"({"bot_id":"x"})", R"({"n":1})", R"({"s":"ab"})",
+                             R"({"tags":{"contains":"x"}})", R"({"s":"ab","bot_id":"y"})"}) {
+      ASSERT_OK_AND_ASSIGN(RecordFilters f, RecordFilters::FromJson(json));
+      filters.push_back(std::move(f));
+    }
+    LifecycleQueryOptions retired;
+    retired.include_retired = true;
+    retired.include_expired = true;
+    for (int shape = 0; shape < 3; ++shape) {  // text and vector, text alone, vector alone
+      RetrieveOptions request;
+      if (shape != 2) request.text = words[rng() % words.size()] + " " + random_text();
+      if (shape != 1) request.vector = rng() % 2 == 0 ? random_vector() : seen[rng() % seen.size()];
+      for (int64_t limit : {3, 1000}) {
+        request.limit = limit;
+        for (const RecordFilters& f : filters) {
+          request.filters = f;
+          for (const LifecycleQueryOptions& lifecycle : {LifecycleQueryOptions(), retired}) {
+            request.lifecycle = lifecycle;
+            for (TextScoring scoring : {TextScoring::kBm25, TextScoring::kOverlap}) {
+              request.text_scoring = scoring;
+              SCOPED_TRACE(fmt::format("shape {} limit {} filter {} retired {} overlap {}", shape,
+                                       limit, &f - filters.data(), lifecycle.include_retired,
+                                       scoring == TextScoring::kOverlap));
+              ASSERT_OK_AND_ASSIGN(std::vector<RetrieveResult> got, store->Retrieve(request));
+              const auto want = RetrieveBruteForce(*store, request);
+              ASSERT_EQ(got.size(), want.size());
+              for (size_t i = 0; i < got.size(); ++i) {
+                const Fused& w = want[i].first;
+                SCOPED_TRACE(w.id);
+                EXPECT_TRUE(SameRecord(got[i].record, want[i].second));
+                EXPECT_NEAR(got[i].score, w.score, 1e-12);
+                ASSERT_EQ(got[i].vector_distance.has_value(), w.distance.has_value());
+                if (w.distance && std::isnan(*w.distance)) {
+                  EXPECT_TRUE(std::isnan(*got[i].vector_distance));
+                } else if (w.distance) {
+                  EXPECT_NEAR(*got[i].vector_distance, *w.distance, 1e-9);
+                }
+                ASSERT_EQ(got[i].text_score.has_value(), w.text.has_value());
+                if (w.text) {
+                  EXPECT_NEAR(*got[i].text_score, *w.text, 1e-9);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
   }
 }
 

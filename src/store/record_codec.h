@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -302,10 +303,11 @@ Result<RecordBatch> EncodeRecords(const std::vector<RecordColumn<Record>>& all,
   return builder->Finish();
 }
 
-// Columns of `batch` the table does not know (e.g. a row-address column) are skipped.
+// The record columns of `batch` with their arrays. Columns of `batch` the table does not know
+// (e.g. a row-address column) are skipped.
 template <typename Record>
-Result<std::vector<Record>> DecodeRecords(const std::vector<RecordColumn<Record>>& all,
-                                          std::string_view kind, const RecordBatch& batch) {
+Result<std::vector<std::pair<const RecordColumn<Record>*, const Array*>>> DecodableColumns(
+    const std::vector<RecordColumn<Record>>& all, std::string_view kind, const RecordBatch& batch) {
   std::vector<std::pair<const RecordColumn<Record>*, const Array*>> columns;
   for (int k = 0; k < batch.num_columns(); ++k) {
     const FieldPtr& f = batch.schema()->field(k);
@@ -318,11 +320,35 @@ Result<std::vector<Record>> DecodeRecords(const std::vector<RecordColumn<Record>
     }
     columns.emplace_back(c, &batch.column(k));
   }
+  return columns;
+}
+
+template <typename Record>
+Result<std::vector<Record>> DecodeRecords(const std::vector<RecordColumn<Record>>& all,
+                                          std::string_view kind, const RecordBatch& batch) {
+  STRATA_ASSIGN_OR_RETURN(auto columns, DecodableColumns(all, kind, batch));
   std::vector<Record> out(static_cast<size_t>(batch.num_rows()));
   for (const auto& [column, array] : columns) {
     for (int64_t i = 0; i < batch.num_rows(); ++i) {
       if (!column->nullable && array->IsNull(i)) continue;
       STRATA_RETURN_IF_ERROR(column->decode(*array, i, out[static_cast<size_t>(i)]));
+    }
+  }
+  return out;
+}
+
+// As DecodeRecords, for rows `rows` of `batch` only, in that order: a reader that needs a few
+// rows of a batch skips decoding the others. REQUIRES every row < batch.num_rows().
+template <typename Record>
+Result<std::vector<Record>> DecodeRecordRows(const std::vector<RecordColumn<Record>>& all,
+                                             std::string_view kind, const RecordBatch& batch,
+                                             std::span<const int64_t> rows) {
+  STRATA_ASSIGN_OR_RETURN(auto columns, DecodableColumns(all, kind, batch));
+  std::vector<Record> out(rows.size());
+  for (const auto& [column, array] : columns) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (!column->nullable && array->IsNull(rows[i])) continue;
+      STRATA_RETURN_IF_ERROR(column->decode(*array, rows[i], out[i]));
     }
   }
   return out;

@@ -168,6 +168,31 @@ export class Inputs {
       return readFloats(path.join(this.dir, 'queries.f32'), n * dim);
     });
   }
+  // W9: {ids, texts, topics, queryTexts, queryTopics, vectors, queries, dim} (topics as
+  // names, vectors and queries row-major Float32Arrays).
+  get hybrid() {
+    return this.#once('hybrid', () => {
+      const {hybrid_records: n, hybrid_queries: nq, hybrid_dim: dim} = this.params.sizes;
+      if ([n, nq, dim].some((v) => typeof v !== 'number')) {
+        throw new Error('params.json: sizes.hybrid_records / hybrid_queries / hybrid_dim missing');
+      }
+      const file = path.join(this.dir, 'hybrid.json');
+      if (!fs.existsSync(file)) throw new Error(`input file ${file} is missing`);
+      const h = JSON.parse(fs.readFileSync(file, 'utf8'));
+      for (const [key, want] of [['ids', n], ['texts', n], ['topics', n], ['query_texts', nq],
+                                 ['query_topics', nq]]) {
+        if (!Array.isArray(h[key]) || h[key].length !== want) {
+          throw new Error(`${file}: "${key}" is not an array of ${want}`);
+        }
+      }
+      return {
+        ids: h.ids, texts: h.texts, topics: h.topics, queryTexts: h.query_texts,
+        queryTopics: h.query_topics, dim,
+        vectors: readFloats(path.join(this.dir, 'hybrid_vectors.f32'), n * dim),
+        queries: readFloats(path.join(this.dir, 'hybrid_queries.f32'), nq * dim),
+      };
+    });
+  }
 }
 
 function readFloats(file, count) {

@@ -18,6 +18,14 @@ const DURABILITY = 'process crash only (Lance does not fsync on local filesystem
 const LSM_UNREADABLE = 'Node SDK has no read path for MemWAL rows (write-only)';
 const ROWS_TABLE = 'rows';
 const VECTOR_TABLE = 'vectors';
+const HYBRID_TABLE = 'hybrid';
+// W9's full-text index: the "simple" tokenizer (split on whitespace and punctuation),
+// lowercased, without stemming, stop-word removal or folding, so its tokens are strata's
+// (TextTokens) on the data set's ASCII words; no positions (no phrase queries in W9).
+const HYBRID_FTS = {
+  baseTokenizer: 'simple', lowercase: true, stem: false, removeStopWords: false,
+  asciiFolding: false, withPosition: false,
+};
 const READ_CHUNK = 512;  // ids per IN list when reading W6 back
 // optimize() options: compaction plus removal of every old version (no other process uses
 // the table, so deleting unverified files is safe).
@@ -73,7 +81,13 @@ class LanceEngine {
             'batch, read back with where("id IN (...)") 512 ids at a time; W7 optimize(' +
             '{cleanupOlderThan: now, deleteUnverified: true}); W8 table "vectors" (id utf8, ' +
             'vector fixed_size_list<float32>[dim]) loaded untimed, no vector index: ' +
-            'vectorSearch(q).distanceType("l2").bypassVectorIndex().limit(top_k) (flat scan)';
+            'vectorSearch(q).distanceType("l2").bypassVectorIndex().limit(top_k) (flat scan); W9 ' +
+            'table "hybrid" (id, text, topic utf8, vector fixed_size_list<float32>[dim]) ' +
+            'loaded untimed with an FTS index on text (' + JSON.stringify(HYBRID_FTS) + ') and ' +
+            'a BITMAP index on topic, no vector index: query().fullTextSearch(text)' +
+            '.nearestTo(q).distanceType("l2").bypassVectorIndex().where("topic = ...")' +
+            '.select(["id"]).limit(top_k) (hybrid: flat vector scan + FTS, each limited to ' +
+            'top_k, prefiltered, fused by the default RRF reranker, k = 60)';
     return {
       name: this.name, durability: DURABILITY, settings,
       version: `@lancedb/lancedb ${LANCE_VERSION} (apache-arrow ${ARROW_VERSION})`,
@@ -319,6 +333,70 @@ class LanceEngine {
       seconds, latencies_us: latencies, ops: nq, rows: nq * topK, answer: vectorAnswer(results),
       note: `flat scan over ${ids.length} x ${dim} float32 (no vector index)`,
     };
+  }
+
+  async hybrid() {
+    if (this.lsm) return unsupported(LSM_UNREADABLE);
+    this.#requireOpen();
+    const {top_k: topK, hybrid_queries: nq} = this.inputs.params.sizes;
+    const h = this.inputs.hybrid;
+    const loadStart = now();
+    const table = await this.#loadHybrid(h);
+    await table.createIndex('text', {config: lancedb.Index.fts(HYBRID_FTS)});
+    await table.createIndex('topic', {config: lancedb.Index.bitmap()});
+    const loadSeconds = (now() - loadStart) / 1000;
+    const latencies = [];
+    const results = [];
+    const start = now();
+    for (let q = 0; q < nq; q++) {
+      const t0 = now();
+      const rows = await table.query().fullTextSearch(h.queryTexts[q])
+                       .nearestTo(h.queries.subarray(q * h.dim, (q + 1) * h.dim))
+                       .distanceType('l2').bypassVectorIndex()
+                       .where(`topic = ${sqlQuote(h.queryTopics[q])}`)
+                       .select(['id']).limit(topK).toArray();
+      latencies.push((now() - t0) * 1000);
+      results.push(rows.map((r) => r.id));
+    }
+    const seconds = (now() - start) / 1000;
+    table.close();
+    return {
+      seconds, latencies_us: latencies, ops: nq, rows: results.reduce((a, r) => a + r.length, 0),
+      result_ids: results,
+      note: `hybrid query (FTS + flat vector scan, topic prefilter, RRF) over ${h.ids.length} ` +
+          `records x ${h.dim} float32; untimed: load + FTS and BITMAP index builds ` +
+          `${loadSeconds.toFixed(1)} s`,
+    };
+  }
+
+  // The W9 table, written untimed in batches of 8192 rows.
+  async #loadHybrid(h) {
+    const item = new arrow.Field('item', new arrow.Float32(), true);
+    const schema = new arrow.Schema([
+      new arrow.Field('id', new arrow.Utf8(), false),
+      new arrow.Field('text', new arrow.Utf8(), false),
+      new arrow.Field('topic', new arrow.Utf8(), false),
+      new arrow.Field('vector', new arrow.FixedSizeList(h.dim, item), false),
+    ]);
+    const strings = (values) => arrow.vectorFromArray(values, new arrow.Utf8()).data[0];
+    const batches = [];
+    for (let i = 0; i < h.ids.length; i += 8192) {
+      const n = Math.min(8192, h.ids.length - i);
+      const values = arrow.makeData({
+        type: new arrow.Float32(), length: n * h.dim, nullCount: 0,
+        data: h.vectors.subarray(i * h.dim, (i + n) * h.dim),
+      });
+      const vectors = arrow.makeData({
+        type: schema.fields[3].type, length: n, nullCount: 0, child: values,
+      });
+      const struct = arrow.makeData({
+        type: new arrow.Struct(schema.fields), length: n, nullCount: 0,
+        children: [strings(h.ids.slice(i, i + n)), strings(h.texts.slice(i, i + n)),
+                   strings(h.topics.slice(i, i + n)), vectors],
+      });
+      batches.push(new arrow.RecordBatch(schema, struct));
+    }
+    return this.db.createTable(HYBRID_TABLE, new arrow.Table(schema, batches), {mode: 'overwrite'});
   }
 
   // The W8 table, written untimed in batches of 8192 rows.

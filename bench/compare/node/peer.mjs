@@ -90,6 +90,7 @@ async function main() {
     overwrite: () => engine.overwrite(),
     compact: () => engine.compact(),
     vector: () => engine.vector(),
+    hybrid: () => engine.hybrid(),
     close: () => (engine ? engine.close() : {}),
   };
 

@@ -1,0 +1,653 @@
+// ContextStore's hybrid retrieval (include/strata/context_store.h; reference §3.2 "retrieve")
+// and the text tokenizer it scores with. Retrieve reads one scan of the columns it needs
+// (visibility, filters, text, embedding), scores both channels where the values lie, and
+// decodes whole records only for the winners; when a winner changed between the scan and its
+// read, it falls back to scoring whole records of one ListFiltered read.
+#include <fmt/format.h>
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "store/context_codec.h"
+#include "store/vector_kernel.h"
+#include "strata/buffer.h"
+#include "strata/context_store.h"
+#include "strata/expr.h"
+
+namespace strata::store {
+namespace {
+
+constexpr double kBm25K1 = 1.2;
+constexpr double kBm25B = 0.75;
+// StorageBase::GetMany's key limit per call.
+constexpr size_t kGetManyKeys = 1024;
+
+bool IsWordCodepoint(utf8proc_int32_t c) {
+  switch (utf8proc_category(c)) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void AppendCodepoint(utf8proc_int32_t c, std::string* out) {
+  utf8proc_uint8_t buffer[4];
+  const utf8proc_ssize_t n = utf8proc_encode_char(c, buffer);
+  out->append(reinterpret_cast<const char*>(buffer), static_cast<size_t>(n));
+}
+
+// Calls on_token(std::string_view) for each token of `text` (TextTokens' definition), the
+// view valid during the call. ASCII bytes take a shortcut around utf8proc: the only ASCII word
+// codepoints are letters (Lu, Ll) and digits (Nd), and utf8proc lowercases ASCII as tolower.
+// A token of lowercase ASCII letters and digits is passed as a view of `text`; others are
+// built in a buffer.
+template <typename OnToken>
+void ForEachToken(std::string_view text, OnToken&& on_token) {
+  std::string built;
+  bool in_token = false;
+  bool building = false;  // the token is in `built`, not text[start, at)
+  size_t start = 0;
+  // Switches the token to the buffer (lowercasing or decoding needs its own bytes).
+  auto build = [&](size_t at) {
+    if (building) return;
+    if (in_token) built.assign(text.substr(start, at - start));
+    in_token = true;
+    building = true;
+  };
+  auto end_token = [&](size_t at) {
+    if (!in_token) return;
+    on_token(building ? std::string_view(built) : text.substr(start, at - start));
+    in_token = false;
+    building = false;
+    built.clear();
+  };
+  const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+  const auto size = static_cast<utf8proc_ssize_t>(text.size());
+  utf8proc_ssize_t at = 0;
+  while (at < size) {
+    const auto here = static_cast<size_t>(at);
+    const utf8proc_uint8_t byte = bytes[at];
+    if (byte < 0x80) {
+      ++at;
+      if ((byte >= 'a' && byte <= 'z') || (byte >= '0' && byte <= '9')) {
+        if (!in_token) {
+          in_token = true;
+          start = here;
+        } else if (building) {
+          built += static_cast<char>(byte);
+        }
+      } else if (byte >= 'A' && byte <= 'Z') {
+        build(here);
+        built += static_cast<char>(byte - 'A' + 'a');
+      } else {
+        end_token(here);
+      }
+      continue;
+    }
+    utf8proc_int32_t c = 0;
+    utf8proc_ssize_t n = utf8proc_iterate(bytes + at, size - at, &c);
+    if (n <= 0) {  // an invalid byte ends a token, like any separator
+      n = 1;
+      c = -1;
+    }
+    at += n;
+    if (c >= 0 && IsWordCodepoint(c)) {
+      build(here);
+      AppendCodepoint(utf8proc_tolower(c), &built);
+    } else {
+      end_token(here);
+    }
+  }
+  end_token(text.size());
+}
+
+// The distinct tokens of `tokens`, in first-seen order.
+std::vector<std::string> Distinct(const std::vector<std::string>& tokens) {
+  std::set<std::string> seen;
+  std::vector<std::string> out;
+  for (const std::string& t : tokens) {
+    if (seen.insert(t).second) out.push_back(t);
+  }
+  return out;
+}
+
+// A distance or score as a sort key: NaN (a null embedding item, a NaN query) sorts after
+// every number, so the orders below stay strict weak orders.
+double Key(double v, bool descending) {
+  if (std::isnan(v)) {
+    return descending ? -std::numeric_limits<double>::infinity()
+                      : std::numeric_limits<double>::infinity();
+  }
+  return v;
+}
+
+// What the channels need of the candidates (visible records matching the filters), in any
+// order: the text channel's statistics are over all of them.
+struct Channels {
+  std::vector<std::string> query_tokens;        // distinct, in first-seen order
+  std::vector<std::string_view> ids;            // per candidate; the caller keeps the bytes alive
+  std::vector<std::optional<double>> distance;  // vector channel: a query and an embedding
+  std::vector<int64_t> length;                  // tokens of text_payload (0 without one)
+  std::vector<int32_t> tf;  // candidate c's count of query token t at c * tokens + t
+
+  size_t size() const { return ids.size(); }
+  // Appends candidate `id` with its text (nullopt: none) counted against the query tokens.
+  void Add(std::string_view id, std::optional<double> d, const std::optional<std::string_view>& t) {
+    ids.push_back(id);
+    distance.push_back(d);
+    tf.resize(tf.size() + query_tokens.size(), 0);
+    int64_t tokens = 0;
+    if (t && !query_tokens.empty()) {
+      int32_t* counts = tf.data() + tf.size() - query_tokens.size();
+      ForEachToken(*t, [&](std::string_view token) {
+        ++tokens;
+        for (size_t q = 0; q < query_tokens.size(); ++q) {
+          // The first byte rejects most tokens of equal length before a whole comparison.
+          const std::string& want = query_tokens[q];
+          if (token.size() == want.size() && token.front() == want.front() && token == want) {
+            ++counts[q];
+          }
+        }
+      });
+    }
+    length.push_back(tokens);
+  }
+  // Whether candidate `c` has the statistics `other`'s only candidate has.
+  bool SameAs(size_t c, const Channels& other) const {
+    const double x = distance[c].value_or(0);
+    const double y = other.distance[0].value_or(0);
+    if (distance[c].has_value() != other.distance[0].has_value() ||
+        (x != y && !(std::isnan(x) && std::isnan(y))) || length[c] != other.length[0]) {
+      return false;
+    }
+    const size_t k = query_tokens.size();
+    return std::equal(tf.begin() + static_cast<ptrdiff_t>(c * k),
+                      tf.begin() + static_cast<ptrdiff_t>((c + 1) * k), other.tf.begin());
+  }
+};
+
+// A fused result before its record is attached: candidate index and the result's figures.
+struct Fused {
+  size_t candidate = 0;
+  double score = 0;
+  std::optional<double> vector_distance;
+  std::optional<double> text_score;
+  std::vector<std::string> matched_channels;
+};
+
+// Ranks both channels over every candidate, fuses them by reciprocal rank and returns the
+// first `limit` in the final order (context_store.h Retrieve).
+std::vector<Fused> FuseChannels(const Channels& c, TextScoring scoring, size_t limit) {
+  const size_t n_candidates = c.size();
+  const size_t k = c.query_tokens.size();
+  std::vector<int64_t> vector_rank(n_candidates, 0);  // 0: not in the channel
+  std::vector<size_t> order;
+  for (size_t i = 0; i < n_candidates; ++i) {
+    if (c.distance[i]) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const double x = Key(*c.distance[a], false);
+    const double y = Key(*c.distance[b], false);
+    if (x != y) return x < y;
+    return c.ids[a] < c.ids[b];
+  });
+  for (size_t r = 0; r < order.size(); ++r) vector_rank[order[r]] = static_cast<int64_t>(r) + 1;
+
+  std::vector<std::optional<double>> text_score(n_candidates);
+  std::vector<int64_t> text_rank(n_candidates, 0);
+  if (k > 0) {
+    double total_length = 0;
+    std::vector<double> df(k, 0);
+    for (size_t i = 0; i < n_candidates; ++i) {
+      total_length += static_cast<double>(c.length[i]);
+      for (size_t t = 0; t < k; ++t) df[t] += c.tf[i * k + t] > 0 ? 1 : 0;
+    }
+    const auto n = static_cast<double>(n_candidates);
+    const double average_length = n > 0 ? total_length / n : 0;
+    for (size_t i = 0; i < n_candidates; ++i) {
+      int64_t matched = 0;
+      double bm25 = 0;
+      for (size_t t = 0; t < k; ++t) {
+        const int32_t count = c.tf[i * k + t];
+        if (count == 0) continue;
+        ++matched;
+        const auto f = static_cast<double>(count);
+        const double idf = std::log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5));
+        const double norm =
+            average_length > 0 ? static_cast<double>(c.length[i]) / average_length : 0;
+        bm25 += idf * f * (kBm25K1 + 1) / (f + kBm25K1 * (1 - kBm25B + kBm25B * norm));
+      }
+      if (matched == 0) continue;
+      text_score[i] = scoring == TextScoring::kOverlap
+                          ? static_cast<double>(matched) / static_cast<double>(k)
+                          : bm25;
+    }
+    order.clear();
+    for (size_t i = 0; i < n_candidates; ++i) {
+      if (text_score[i]) order.push_back(i);
+    }
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const double x = Key(*text_score[a], true);
+      const double y = Key(*text_score[b], true);
+      if (x != y) return x > y;
+      return c.ids[a] < c.ids[b];
+    });
+    for (size_t r = 0; r < order.size(); ++r) text_rank[order[r]] = static_cast<int64_t>(r) + 1;
+  }
+
+  std::vector<Fused> out;
+  for (size_t i = 0; i < n_candidates; ++i) {
+    if (vector_rank[i] == 0 && text_rank[i] == 0) continue;
+    Fused f;
+    f.candidate = i;
+    if (vector_rank[i] > 0) {
+      f.score += 1.0 / static_cast<double>(kRrfK + vector_rank[i]);
+      f.vector_distance = c.distance[i];
+    }
+    if (text_rank[i] > 0) {
+      f.score += 1.0 / static_cast<double>(kRrfK + text_rank[i]);
+      f.text_score = text_score[i];
+    }
+    out.push_back(std::move(f));
+  }
+  auto before = [&](const Fused& a, const Fused& b) {
+    if (a.score != b.score) return a.score > b.score;
+    if (a.vector_distance.has_value() != b.vector_distance.has_value()) {
+      return a.vector_distance.has_value();
+    }
+    if (a.vector_distance) {
+      const double x = Key(*a.vector_distance, false);
+      const double y = Key(*b.vector_distance, false);
+      if (x != y) return x < y;
+    }
+    if (a.text_score.has_value() != b.text_score.has_value()) return a.text_score.has_value();
+    if (a.text_score) {
+      const double x = Key(*a.text_score, true);
+      const double y = Key(*b.text_score, true);
+      if (x != y) return x > y;
+    }
+    return c.ids[a.candidate] < c.ids[b.candidate];
+  };
+  const size_t keep = std::min(out.size(), limit);
+  std::partial_sort(out.begin(), out.begin() + static_cast<ptrdiff_t>(keep), out.end(), before);
+  out.resize(keep);
+  for (Fused& f : out) {
+    if (f.vector_distance) f.matched_channels.emplace_back("vector");
+    if (f.text_score) f.matched_channels.emplace_back("text");
+  }
+  return out;
+}
+
+// The channels of whole decoded records.
+Channels RecordChannels(DistanceMetric metric, const RetrieveOptions& options,
+                        std::vector<std::string> query_tokens,
+                        const std::vector<ContextRecord>& records) {
+  Channels c;
+  c.query_tokens = std::move(query_tokens);
+  for (const ContextRecord& r : records) {
+    std::optional<double> distance;
+    if (options.vector && r.embedding) {
+      double d = 0;
+      VectorDistances(metric, *options.vector, r.embedding->data(), 1, &d);
+      distance = d;
+    }
+    std::optional<std::string_view> text;
+    if (r.text_payload) text = std::string_view(*r.text_payload);
+    c.Add(r.id, distance, text);
+  }
+  return c;
+}
+
+std::vector<RetrieveResult> Attach(std::vector<Fused> fused, std::vector<ContextRecord> records) {
+  std::vector<RetrieveResult> out;
+  out.reserve(fused.size());
+  for (size_t i = 0; i < fused.size(); ++i) {
+    RetrieveResult r;
+    r.record = std::move(records[i]);
+    r.score = fused[i].score;
+    r.vector_distance = fused[i].vector_distance;
+    r.text_score = fused[i].text_score;
+    r.matched_channels = std::move(fused[i].matched_channels);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// What one retrieval asks for; `now` is the expiry instant of its visibility rules.
+struct RetrieveRequest {
+  const RetrieveOptions& options;
+  const std::vector<std::string>& query_tokens;
+  const LifecycleQueryOptions& lifecycle;  // reference_time_micros set
+  int64_t now = 0;
+};
+
+// The columns visibility and the filters read, plus text_payload and the embedding when a
+// channel needs them: what Retrieve's scan projects, of those the store has.
+std::vector<std::string> RetrieveColumns(const Schema& schema, const RetrieveRequest& request) {
+  const RecordFilters& filters = request.options.filters;
+  std::vector<std::string> wanted = {
+      "id",         "created_at",       "content_type", "expires_at", "lifecycle_status",
+      "retired_at", "superseded_by_id", "supersedes_id"};
+  if (filters.bot_id) wanted.emplace_back("bot_id");
+  if (filters.session_id) wanted.emplace_back("session_id");
+  if (filters.role) wanted.emplace_back("role");
+  if (filters.tenant) wanted.emplace_back("tenant");
+  if (filters.source) wanted.emplace_back("source");
+  if (!filters.metadata.empty()) wanted.emplace_back("metadata");
+  if (!request.query_tokens.empty()) wanted.emplace_back("text_payload");
+  if (request.options.vector) wanted.emplace_back("embedding");
+  std::vector<std::string> out;
+  for (std::string& c : wanted) {
+    if (schema.GetFieldIndex(c) >= 0) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// Whether items [begin, end) of `values` are all valid.
+bool ItemsValid(const Array& values, int64_t begin, int64_t end) {
+  const Buffer& validity = values.data()->buffers[0];
+  if (values.null_count() == 0 || validity.is_null()) return true;
+  const int64_t set = bit_util::CountSetBits(validity.data(), values.offset() + begin, end - begin);
+  return set == end - begin;
+}
+
+// A necessary condition of RecordFilters::Matches' metadata part on a record's raw metadata
+// JSON, so most non-matching rows are skipped without parsing (or even decoding) them: in a
+// document without a backslash every string is written literally, so a key the filter needs
+// appears as "key" and an Equals string value as "value" in the text. Needles that would need
+// escaping are not used.
+class MetadataPrefilter {
+ public:
+  explicit MetadataPrefilter(const RecordFilters& filters) : active_(!filters.metadata.empty()) {
+    for (const auto& [key, match] : filters.metadata) {
+      AddNeedle(key);
+      if (match.kind == RecordFilters::MetadataMatch::Kind::kEquals && match.json.size() >= 2 &&
+          match.json.front() == '"' && match.json.back() == '"') {
+        AddNeedle(std::string_view(match.json).substr(1, match.json.size() - 2));
+      }
+    }
+  }
+  // Whether metadata filters apply at all (a null metadata then never matches).
+  bool active() const { return active_; }
+  // False only when Matches would be false for a record with this metadata.
+  bool MayMatch(std::string_view metadata) const {
+    if (metadata.find('\\') != std::string_view::npos) return true;
+    for (const std::string& needle : needles_) {
+      if (metadata.find(needle) == std::string_view::npos) return false;
+    }
+    return true;
+  }
+
+ private:
+  // `text` as a JSON string literal when that needs no escape.
+  void AddNeedle(std::string_view text) {
+    for (char c : text) {
+      if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return;
+    }
+    needles_.push_back(fmt::format("\"{}\"", text));
+  }
+
+  bool active_;
+  std::vector<std::string> needles_;
+};
+
+// RecordFilters::Matches split in two: its metadata part depends on the metadata text alone,
+// so it is decided once per distinct text of a call (stores repeat a few metadata values
+// across many records) and before a row is decoded; the rest is checked on the decoded row.
+// Matches(r) == MetadataMatches(r.metadata) && OthersMatch(r).
+class FilterMatcher {
+ public:
+  explicit FilterMatcher(const RecordFilters& filters) : prefilter_(filters), others_(filters) {
+    metadata_only_.metadata = filters.metadata;
+    others_.metadata.clear();
+  }
+  bool has_metadata() const { return prefilter_.active(); }
+  bool MetadataMatches(std::optional<std::string_view> metadata) {
+    if (!prefilter_.active()) return true;
+    if (!metadata || !prefilter_.MayMatch(*metadata)) return false;
+    auto it = known_.find(*metadata);
+    if (it != known_.end()) return it->second;
+    ContextRecord probe;
+    probe.metadata = std::string(*metadata);
+    const bool match = metadata_only_.Matches(probe);
+    if (known_.size() < kMaxKnown) known_.emplace(*probe.metadata, match);
+    return match;
+  }
+  bool OthersMatch(const ContextRecord& record) const { return others_.Matches(record); }
+
+ private:
+  // Distinct texts remembered per call: bounds the memory of a store with unique metadata.
+  static constexpr size_t kMaxKnown = 4096;
+  const MetadataPrefilter prefilter_;
+  RecordFilters metadata_only_;
+  RecordFilters others_;
+  std::map<std::string, bool, std::less<>> known_;
+};
+
+// The candidates of one scan and what keeps their ids' bytes alive.
+struct ScannedChannels {
+  Channels channels;
+  std::vector<Array> id_columns;  // per scanned batch
+};
+
+// One scan of the visibility, filter, text and embedding columns: the kernel scores each
+// batch's vectors where they lie, text is tokenized from the column, and only the small
+// columns are decoded into records (text_payload too when it is binary, for the lossy UTF-8
+// the records read).
+Result<ScannedChannels> ScanChannels(const StorageBase& base, DistanceMetric metric,
+                                     const RetrieveRequest& request) {
+  ScanRequest scan;
+  scan.columns = RetrieveColumns(*base.schema(), request);
+  ScannedChannels out;
+  std::set<std::string, std::less<>> superseded;
+  FilterMatcher filter(request.options.filters);
+  std::vector<int64_t> kept;
+  auto consume = [&](RecordBatch batch) -> Status {
+    const int embedding_index = batch.schema()->GetFieldIndex("embedding");
+    int text_index = batch.schema()->GetFieldIndex("text_payload");
+    if (text_index >= 0 && batch.column(text_index).type()->id() != TypeId::kLargeUtf8) {
+      text_index = -1;  // decoded with the record
+    }
+    // Decoded: what visibility and the other filters read (ids stay in their column, the
+    // metadata was matched on its text).
+    std::vector<int> small_columns;
+    for (int c = 0; c < batch.num_columns(); ++c) {
+      const std::string& name = batch.schema()->field(c)->name();
+      if (c == embedding_index || c == text_index || name == "id" ||
+          (name == "metadata" && filter.has_metadata())) {
+        continue;
+      }
+      small_columns.push_back(c);
+    }
+    STRATA_ASSIGN_OR_RETURN(RecordBatch small, batch.Project(small_columns));
+    const int64_t rows = batch.num_rows();
+    out.id_columns.push_back(batch.GetColumnByName("id"));
+    const Array& ids = out.id_columns.back();
+    // Rule 4 reads every row's supersedes_id (as decoded: the column's string), candidate or
+    // not.
+    const Array supersedes = batch.GetColumnByName("supersedes_id");
+    if (!request.lifecycle.include_retired && supersedes.is_valid_handle()) {
+      for (int64_t row = 0; row < rows; ++row) {
+        if (!supersedes.IsValid(row)) continue;
+        const std::string_view target = supersedes.StringValue(row);
+        if (target != ids.StringValue(row)) superseded.emplace(target);
+      }
+    }
+    // Rows whose metadata matches; only they are decoded.
+    kept.clear();
+    const Array metadata = filter.has_metadata() ? batch.GetColumnByName("metadata") : Array();
+    for (int64_t row = 0; row < rows; ++row) {
+      if (filter.has_metadata()) {
+        std::optional<std::string_view> text;
+        if (metadata.is_valid_handle() && metadata.IsValid(row)) text = metadata.StringValue(row);
+        if (!filter.MetadataMatches(text)) continue;
+      }
+      kept.push_back(row);
+    }
+    STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> decoded,
+                            DecodeContextRecordRows(small, kept));
+    Array embedding;
+    Array values;
+    const float* first = nullptr;
+    const size_t dim = request.options.vector ? request.options.vector->size() : 0;
+    if (embedding_index >= 0) {
+      embedding = batch.column(embedding_index);
+      values = embedding.values_array();
+      // Rows lie one after another in the child: row r at (offset + r) * dim. Only the
+      // candidates are scored (the kernel gives a row the same figure alone or in a block).
+      first = values.values<float>() + embedding.ValueRange(0).first;
+    }
+    Array text;
+    if (text_index >= 0) text = batch.column(text_index);
+    for (size_t k = 0; k < kept.size(); ++k) {
+      const ContextRecord& r = decoded[k];
+      if (!VisibleByLifecycle(r, request.lifecycle, request.now) || !filter.OthersMatch(r)) {
+        continue;
+      }
+      const int64_t row = kept[k];
+      std::optional<double> distance;
+      if (embedding_index >= 0 && !embedding.IsNull(row)) {
+        double d = 0;
+        const auto [begin, end] = embedding.ValueRange(row);
+        if (ItemsValid(values, begin, end)) {
+          VectorDistances(metric, *request.options.vector, first + static_cast<size_t>(row) * dim,
+                          1, &d);
+        } else {  // null items read as NaN, as decoded
+          std::vector<float> items;
+          for (int64_t at = begin; at < end; ++at) {
+            items.push_back(values.IsValid(at) ? values.Value<float>(at) : std::nanf(""));
+          }
+          VectorDistances(metric, *request.options.vector, items.data(), 1, &d);
+        }
+        distance = d;
+      }
+      std::optional<std::string_view> payload;
+      if (text_index >= 0) {
+        if (text.IsValid(row)) payload = text.StringValue(row);
+      } else if (r.text_payload) {
+        // Binary text: the lossy decoding lives in this batch's records, which go away; the
+        // text is counted now and only the id is kept.
+        payload = std::string_view(*r.text_payload);
+      }
+      out.channels.Add(ids.StringValue(row), distance, payload);
+    }
+    return Status::OK();
+  };
+  auto restart = [&]() -> Status {
+    Channels fresh;
+    fresh.query_tokens = std::move(out.channels.query_tokens);
+    out = ScannedChannels();
+    out.channels = std::move(fresh);
+    superseded.clear();
+    return Status::OK();
+  };
+  out.channels.query_tokens = request.query_tokens;
+  STRATA_RETURN_IF_ERROR(base.ScanEach(scan, consume, restart).status());
+  // Rule 4 needs every row's supersedes_id, so it applies once the scan is done.
+  if (!superseded.empty()) {
+    Channels kept;
+    kept.query_tokens = out.channels.query_tokens;
+    const Channels& all = out.channels;
+    const size_t k = all.query_tokens.size();
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (superseded.count(all.ids[i]) > 0) continue;
+      kept.ids.push_back(all.ids[i]);
+      kept.distance.push_back(all.distance[i]);
+      kept.length.push_back(all.length[i]);
+      kept.tf.insert(kept.tf.end(), all.tf.begin() + static_cast<ptrdiff_t>(i * k),
+                     all.tf.begin() + static_cast<ptrdiff_t>((i + 1) * k));
+    }
+    out.channels = std::move(kept);
+  }
+  return out;
+}
+
+// Reads the winners' whole records by id. Nullopt when a winner's newest row is no longer
+// what the scan scored (written since): not visible, not matching, or other channel figures.
+Result<std::optional<std::vector<ContextRecord>>> FetchWinners(
+    const StorageBase& base, DistanceMetric metric, const RetrieveRequest& request,
+    const std::vector<std::string>& columns, const Channels& scanned,
+    const std::vector<Fused>& winners) {
+  std::vector<ContextRecord> out;
+  for (size_t at = 0; at < winners.size(); at += kGetManyKeys) {
+    const size_t end = std::min(winners.size(), at + kGetManyKeys);
+    std::vector<expr::Scalar> keys;
+    for (size_t i = at; i < end; ++i) {
+      keys.push_back(expr::Scalar::String(std::string(scanned.ids[winners[i].candidate])));
+    }
+    STRATA_ASSIGN_OR_RETURN(RecordBatch batch, base.GetMany(keys, columns));
+    STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> records, DecodeContextRecords(batch));
+    if (records.size() != end - at) return std::nullopt;
+    for (size_t i = at; i < end; ++i) {
+      ContextRecord& r = records[i - at];
+      const size_t c = winners[i].candidate;
+      if (r.id != scanned.ids[c] || !VisibleByLifecycle(r, request.lifecycle, request.now) ||
+          !request.options.filters.Matches(r)) {
+        return std::nullopt;
+      }
+      const Channels again = RecordChannels(metric, request.options, scanned.query_tokens, {r});
+      if (!scanned.SameAs(c, again)) return std::nullopt;
+      out.push_back(std::move(r));
+    }
+  }
+  return std::optional<std::vector<ContextRecord>>(std::move(out));
+}
+
+}  // namespace
+
+std::vector<std::string> TextTokens(std::string_view text) {
+  std::vector<std::string> out;
+  ForEachToken(text, [&](std::string_view token) { out.emplace_back(token); });
+  return out;
+}
+
+Result<std::vector<RetrieveResult>> ContextStore::Retrieve(const RetrieveOptions& options) const {
+  if (!options.text && !options.vector) {
+    return Status::InvalidArgument("retrieve requires text or vector");
+  }
+  if (options.vector) STRATA_RETURN_IF_ERROR(CheckQuery(*options.vector));
+  const int64_t limit = options.limit.value_or(kDefaultSearchLimit);
+  if (limit < 0) return Status::InvalidArgument("limit must not be negative");
+  ReadProjection projection;
+  projection.binary = blob_columns_.count("binary_payload") == 0;
+  // One instant for every visibility check of this call, the fallback's included.
+  LifecycleQueryOptions at_now = options.lifecycle;
+  at_now.reference_time_micros = options.lifecycle.reference_time_micros.value_or(Now());
+  const std::vector<std::string> query_tokens =
+      options.text ? Distinct(TextTokens(*options.text)) : std::vector<std::string>();
+  const RetrieveRequest request{options, query_tokens, at_now, *at_now.reference_time_micros};
+
+  STRATA_ASSIGN_OR_RETURN(ScannedChannels scanned, ScanChannels(*base_, metric_, request));
+  std::vector<Fused> winners =
+      FuseChannels(scanned.channels, options.text_scoring, static_cast<size_t>(limit));
+  STRATA_ASSIGN_OR_RETURN(std::optional<std::vector<ContextRecord>> records,
+                          FetchWinners(*base_, metric_, request, DefaultColumns(projection),
+                                       scanned.channels, winners));
+  if (records) return Attach(std::move(winners), std::move(*records));
+  // A winner changed between the scan and the fetch (a concurrent write): retrieve again on
+  // one consistent read of whole records, as slow as that is.
+  STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> candidates,
+                          ListFiltered(options.filters, std::nullopt, 0, at_now, projection));
+  const Channels channels = RecordChannels(metric_, options, query_tokens, candidates);
+  winners = FuseChannels(channels, options.text_scoring, static_cast<size_t>(limit));
+  std::vector<ContextRecord> chosen;
+  chosen.reserve(winners.size());
+  for (const Fused& f : winners) chosen.push_back(std::move(candidates[f.candidate]));
+  return Attach(std::move(winners), std::move(chosen));
+}
+
+}  // namespace strata::store
