@@ -97,6 +97,9 @@ Result<std::shared_ptr<const AnnBaseState>> BuildBaseState(const table::Table& b
       state->by_address.emplace(address, index);
       state->rows_of_fragment[table::RowAddressFragment(address)].emplace_back(
           table::RowAddressOffset(address), index);
+      if (records[i].supersedes_id && *records[i].supersedes_id != records[i].id) {
+        state->superseding.push_back(index);
+      }
       state->records.push_back(std::move(records[i]));
     }
   }
@@ -195,10 +198,9 @@ Result<std::optional<std::vector<SearchResult>>> ContextStore::SearchIndexed(
     for (const ContextRecord& r : pending) {
       if (r.supersedes_id && *r.supersedes_id != r.id) superseded.insert(*r.supersedes_id);
     }
-    for (const ContextRecord& r : state->records) {
-      if (r.supersedes_id && *r.supersedes_id != r.id && !layered.pending_keys->Contains(r.id)) {
-        superseded.insert(*r.supersedes_id);
-      }
+    for (uint32_t index : state->superseding) {
+      const ContextRecord& r = state->records[index];
+      if (!layered.pending_keys->Contains(r.id)) superseded.insert(*r.supersedes_id);
     }
   }
   const int64_t now = lifecycle.reference_time_micros.value_or(Now());

@@ -24,6 +24,8 @@ struct AnnBaseState {
   // payloads, no embedding).
   std::vector<ContextRecord> records;
   std::unordered_map<uint64_t, uint32_t> by_address;  // row address -> index in records
+  // Indices in records of the rows that supersede another (rule 4 reads only these).
+  std::vector<uint32_t> superseding;
   // fragment -> (row offset, index in records) of its live rows
   std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> rows_of_fragment;
   struct Segment {
