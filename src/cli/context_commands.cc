@@ -664,6 +664,20 @@ CLI::App* AddKeyCommand(CLI::App* group, int* exit_code, const char* name, const
   return cmd;
 }
 
+// Registers `snapshot` or `fork`: DIR NAME, or --list, or --delete NAME.
+void AddVersionCommand(CLI::App* group, int* exit_code, const char* name, const char* help,
+                       const char* positional, const char* positional_help, const char* list_help,
+                       const char* delete_help, Status (*run)(const VersionOptions&)) {
+  auto opt = std::make_shared<VersionOptions>();
+  CLI::App* cmd = group->add_subcommand(name, help);
+  cmd->add_option("DIR", opt->dir, kDirHelp)->required();
+  cmd->add_option(positional, opt->name, positional_help);
+  cmd->add_flag("--list", opt->list, list_help);
+  cmd->add_option("--delete", opt->remove, delete_help);
+  AddAtOptions(cmd, &opt->at, /*reads=*/true);
+  cmd->callback([opt, exit_code, run] { *exit_code = Finish(run(*opt)); });
+}
+
 void AddReadOptions(CLI::App* cmd, ReadOptions* opt, bool paged) {
   cmd->add_option("DIR", opt->dir, kDirHelp)->required();
   AddAtOptions(cmd, &opt->at, /*reads=*/true);
@@ -774,29 +788,17 @@ void AddContextCommands(CLI::App& app, int* exit_code) {
   AddAtOptions(stats_cmd, &stats->at, /*reads=*/true);
   stats_cmd->callback([stats, exit_code] { *exit_code = Finish(RunStats(*stats)); });
 
-  auto snapshot = std::make_shared<VersionOptions>();
-  CLI::App* snapshot_cmd = group->add_subcommand(
-      "snapshot",
-      "Name what readers see now (pending rows folded in) as LABEL; it stays readable with "
-      "--snapshot LABEL until deleted");
-  snapshot_cmd->add_option("DIR", snapshot->dir, kDirHelp)->required();
-  snapshot_cmd->add_option("LABEL", snapshot->name, "Snapshot label ([A-Za-z0-9._-], 1-128)");
-  snapshot_cmd->add_flag("--list", snapshot->list, "List the snapshots instead");
-  snapshot_cmd->add_option("--delete", snapshot->remove, "Delete this snapshot instead");
-  AddAtOptions(snapshot_cmd, &snapshot->at, /*reads=*/true);
-  snapshot_cmd->callback([snapshot, exit_code] { *exit_code = Finish(RunSnapshot(*snapshot)); });
-
-  auto fork = std::make_shared<VersionOptions>();
-  CLI::App* fork_cmd = group->add_subcommand(
-      "fork",
-      "Create branch BRANCH from what readers see now (or from --snapshot / --version): a "
-      "writable store of its own sharing this one's files; use it with --branch BRANCH");
-  fork_cmd->add_option("DIR", fork->dir, kDirHelp)->required();
-  fork_cmd->add_option("BRANCH", fork->name, "Branch name ([A-Za-z0-9._-], 1-128)");
-  fork_cmd->add_flag("--list", fork->list, "List the branches instead");
-  fork_cmd->add_option("--delete", fork->remove, "Delete this branch (and its files) instead");
-  AddAtOptions(fork_cmd, &fork->at, /*reads=*/true);
-  fork_cmd->callback([fork, exit_code] { *exit_code = Finish(RunFork(*fork)); });
+  AddVersionCommand(group, exit_code, "snapshot",
+                    "Name what readers see now (pending rows folded in) as LABEL; it stays "
+                    "readable with --snapshot LABEL until deleted",
+                    "LABEL", "Snapshot label ([A-Za-z0-9._-], 1-128)", "List the snapshots instead",
+                    "Delete this snapshot instead", &RunSnapshot);
+  AddVersionCommand(group, exit_code, "fork",
+                    "Create branch BRANCH from what readers see now (or from --snapshot / "
+                    "--version): a writable store of its own sharing this one's files; use it "
+                    "with --branch BRANCH",
+                    "BRANCH", "Branch name ([A-Za-z0-9._-], 1-128)", "List the branches instead",
+                    "Delete this branch (and the files only it used) instead", &RunFork);
 
   auto checkout = std::make_shared<ReadOptions>();
   CLI::App* checkout_cmd = group->add_subcommand(

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "store/context_codec.h"
+#include "store/context_columns.h"
 #include "store/vector_kernel.h"
 #include "strata/buffer.h"
 #include "strata/context_store.h"
@@ -338,31 +339,10 @@ struct RetrieveRequest {
 // The columns visibility and the filters read, plus text_payload and the embedding when a
 // channel needs them: what Retrieve's scan projects, of those the store has.
 std::vector<std::string> RetrieveColumns(const Schema& schema, const RetrieveRequest& request) {
-  const RecordFilters& filters = request.options.filters;
-  std::vector<std::string> wanted = {
-      "id",         "created_at",       "content_type", "expires_at", "lifecycle_status",
-      "retired_at", "superseded_by_id", "supersedes_id"};
-  if (filters.bot_id) wanted.emplace_back("bot_id");
-  if (filters.session_id) wanted.emplace_back("session_id");
-  if (filters.role) wanted.emplace_back("role");
-  if (filters.tenant) wanted.emplace_back("tenant");
-  if (filters.source) wanted.emplace_back("source");
-  if (!filters.metadata.empty()) wanted.emplace_back("metadata");
-  if (!request.query_tokens.empty()) wanted.emplace_back("text_payload");
-  if (request.options.vector) wanted.emplace_back("embedding");
-  std::vector<std::string> out;
-  for (std::string& c : wanted) {
-    if (schema.GetFieldIndex(c) >= 0) out.push_back(std::move(c));
-  }
-  return out;
-}
-
-// Whether items [begin, end) of `values` are all valid.
-bool ItemsValid(const Array& values, int64_t begin, int64_t end) {
-  const Buffer& validity = values.data()->buffers[0];
-  if (values.null_count() == 0 || validity.is_null()) return true;
-  const int64_t set = bit_util::CountSetBits(validity.data(), values.offset() + begin, end - begin);
-  return set == end - begin;
+  std::vector<std::string> extra;
+  if (!request.query_tokens.empty()) extra.emplace_back("text_payload");
+  if (request.options.vector) extra.emplace_back("embedding");
+  return internal::VisibilityColumns(schema, request.options.filters, std::move(extra));
 }
 
 // A necessary condition of RecordFilters::Matches' metadata part on a record's raw metadata
@@ -523,7 +503,7 @@ Result<ScannedChannels> ScanChannels(const StorageBase& base, DistanceMetric met
       if (embedding_index >= 0 && !embedding.IsNull(row)) {
         double d = 0;
         const auto [begin, end] = embedding.ValueRange(row);
-        if (ItemsValid(values, begin, end)) {
+        if (internal::ItemsValid(values, begin, end)) {
           VectorDistances(metric, *request.options.vector, first + static_cast<size_t>(row) * dim,
                           1, &d);
         } else {  // null items read as NaN, as decoded

@@ -9,6 +9,7 @@
 #include <set>
 #include <utility>
 
+#include "store/context_columns.h"
 #include "store/vector_kernel.h"
 #include "strata/buffer.h"
 #include "strata/context_store.h"
@@ -86,26 +87,6 @@ struct ScoredRows {
   }
 };
 
-// The columns the visibility rules (and `filters`) read, plus the embedding: what the scan of
-// a search projects, of those the store has.
-std::vector<std::string> SearchColumns(const Schema& schema, const RecordFilters& filters) {
-  std::vector<std::string> wanted = {
-      "id",         "created_at",       "content_type", "expires_at", "lifecycle_status",
-      "retired_at", "superseded_by_id", "supersedes_id"};
-  if (filters.bot_id) wanted.emplace_back("bot_id");
-  if (filters.session_id) wanted.emplace_back("session_id");
-  if (filters.role) wanted.emplace_back("role");
-  if (filters.tenant) wanted.emplace_back("tenant");
-  if (filters.source) wanted.emplace_back("source");
-  if (!filters.metadata.empty()) wanted.emplace_back("metadata");
-  wanted.emplace_back("embedding");
-  std::vector<std::string> out;
-  for (std::string& c : wanted) {
-    if (schema.GetFieldIndex(c) >= 0) out.push_back(std::move(c));
-  }
-  return out;
-}
-
 // Row `row` of the embedding column as Distance() sees it: a null item reads as NaN.
 std::vector<float> EmbeddingWithNulls(const Array& embedding, int64_t row) {
   const auto [begin, end] = embedding.ValueRange(row);
@@ -118,20 +99,12 @@ std::vector<float> EmbeddingWithNulls(const Array& embedding, int64_t row) {
   return out;
 }
 
-// Whether items [begin, end) of `values` are all valid.
-bool ItemsValid(const Array& values, int64_t begin, int64_t end) {
-  const Buffer& validity = values.data()->buffers[0];
-  if (values.null_count() == 0 || validity.is_null()) return true;
-  const int64_t set = bit_util::CountSetBits(validity.data(), values.offset() + begin, end - begin);
-  return set == end - begin;
-}
-
 // One scan of the visibility columns and the embeddings: the kernel scores each batch's
 // vectors where they lie, and only the small columns are decoded into records.
 Result<ScoredRows> ScoreVisibleRows(const StorageBase& base, DistanceMetric metric,
                                     const SearchRequest& request) {
   ScanRequest scan;
-  scan.columns = SearchColumns(*base.schema(), request.filters);
+  scan.columns = internal::VisibilityColumns(*base.schema(), request.filters, {"embedding"});
   ScoredRows out;
   std::vector<double> distances;
   auto consume = [&](RecordBatch batch) -> Status {
@@ -163,7 +136,7 @@ Result<ScoredRows> ScoreVisibleRows(const StorageBase& base, DistanceMetric metr
       }
       double distance = distances[i];
       const auto [begin, end] = embedding.ValueRange(row);
-      if (!ItemsValid(values, begin, end)) {
+      if (!internal::ItemsValid(values, begin, end)) {
         const std::vector<float> items = EmbeddingWithNulls(embedding, row);
         VectorDistances(metric, request.query, items.data(), 1, &distance);
       }
