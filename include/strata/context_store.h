@@ -210,8 +210,6 @@ struct VectorIndexOptions {
   int ef_construction = 200;
   // Search beam (at least the number of results asked for).
   int ef_search = 128;
-  // Threads building one graph (0: the machine's hardware threads).
-  int build_threads = 0;
 };
 
 struct ContextStoreOptions {

@@ -33,7 +33,6 @@ class ContextAnnTest : public testing::StoreFixture {
     options.distance_metric = metric;
     options.base.shard_id = "ann";
     options.vector_index.min_fragment_rows = 1000;
-    options.vector_index.build_threads = 2;
     return ContextStore::Open(store_, fmt::format("{}/", DistanceMetricName(metric)),
                               std::move(options));
   }

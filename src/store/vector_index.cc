@@ -21,7 +21,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <thread>
 
 #include "store/vector_kernel.h"
 #include "util/clock.h"
@@ -118,28 +117,13 @@ Result<std::unique_ptr<FragmentVectorIndex>> FragmentVectorIndex::Build(
         state->space.get(), offsets.size(), static_cast<size_t>(std::max(2, options.m)),
         static_cast<size_t>(std::max(1, options.ef_construction)));
     state->graph->setEf(static_cast<size_t>(std::max(1, options.ef_search)));
-    unsigned threads = options.build_threads > 0
-                           ? static_cast<unsigned>(options.build_threads)
-                           : std::max(1u, std::thread::hardware_concurrency());
-    threads = std::min<unsigned>(threads, static_cast<unsigned>(offsets.size()));
-    std::atomic<size_t> next{0};
-    std::atomic<bool> failed{false};
-    auto work = [&] {
-      std::vector<float> prepared(dim);
-      try {
-        for (size_t r = next++; r < offsets.size() && !failed; r = next++) {
-          Prepare(metric, vectors + r * dim, dim, prepared.data());
-          state->graph->addPoint(prepared.data(), offsets[r]);
-        }
-      } catch (const std::exception&) {
-        failed = true;
-      }
-    };
-    std::vector<std::jthread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
-    pool.clear();
-    if (failed) return Status::Internal("building the HNSW graph failed (out of memory?)");
+    // One thread: hnswlib 0.6.2's concurrent addPoint draws levels from one unguarded random
+    // engine (a data race ThreadSanitizer reports), so graphs are built sequentially.
+    std::vector<float> prepared(dim);
+    for (size_t r = 0; r < offsets.size(); ++r) {
+      Prepare(metric, vectors + r * dim, dim, prepared.data());
+      state->graph->addPoint(prepared.data(), offsets[r]);
+    }
   } catch (const std::exception& e) {
     return Status::Internal(fmt::format("building the HNSW graph failed: {}", e.what()));
   }
