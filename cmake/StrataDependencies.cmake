@@ -4,6 +4,9 @@ pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(HWY REQUIRED IMPORTED_TARGET libhwy)
+# libhnswlib-dev is header-only and ships no pkg-config file: fail at configure time, not in
+# the middle of the build, when it is missing.
+find_path(HNSWLIB_INCLUDE_DIR hnswlib/hnswlib.h REQUIRED)
 find_package(zstd CONFIG REQUIRED)
 find_package(OpenSSL REQUIRED)
 find_package(Threads REQUIRED)
