@@ -212,6 +212,17 @@ struct VectorIndexOptions {
   int ef_search = 128;
 };
 
+// The full-text index (an inverted index of text_payload tokens per base fragment;
+// docs/format/stores.md §5.5). Retrieve's text channel reads an indexed fragment's token
+// counts from it instead of tokenizing the fragment's text: the same scores either way.
+struct TextIndexOptions {
+  // Build indexes after merges and compactions of this handle (IndexText). Retrieve uses
+  // whatever segments exist either way.
+  bool enabled = true;
+  // Fragments with fewer live rows are tokenized per call.
+  int64_t min_fragment_rows = 16384;
+};
+
 struct ContextStoreOptions {
   // Every StorageBase knob except schema, key_column, store_kind and seal_on_put (the store
   // sets them); an empty shard_id is "default".
@@ -225,6 +236,7 @@ struct ContextStoreOptions {
   // Adds are sealed at once (visible to every reader on return); false defers to Flush.
   bool seal_on_add = true;
   VectorIndexOptions vector_index;
+  TextIndexOptions text_index;
 };
 
 struct UpsertResult {
@@ -409,6 +421,10 @@ class ContextStore {
   // commits them in one base-table version. Returns how many fragments it indexed. Runs by
   // itself after every merge and compaction of this handle when vector_index.enabled.
   Result<int> IndexVectors();
+  // Builds the text index of every base fragment with at least text_index.min_fragment_rows
+  // live rows that has none, as IndexVectors does (one segment per fragment, one commit).
+  // Runs by itself after every merge and compaction of this handle when text_index.enabled.
+  Result<int> IndexText();
   // Hybrid retrieval over the visible records matching the filters: a vector channel (every
   // record with an embedding, by distance, ties by id) and a text channel (records whose
   // text_payload shares a token with the query, by text score descending, ties by id) fused
@@ -447,11 +463,15 @@ class ContextStore {
 
   StorageBase& base() { return *base_; }
   const StorageBase& base() const { return *base_; }
+  // Retrieve calls of this handle that read the store again because a winner changed between
+  // their scan and their read of its record (a concurrent write), or whose indexed figures
+  // differed from the record's (which would be a defect).
+  int64_t retrieve_rereads() const;
 
  private:
   ContextStore(std::unique_ptr<StorageBase> base, int32_t dim, DistanceMetric metric,
                std::set<std::string> blob_columns, Clock* clock, RandomSource* random,
-               VectorIndexOptions vector_index);
+               VectorIndexOptions vector_index, TextIndexOptions text_index);
   int64_t Now() const;
   std::string NewId() const;
   // Every row of the view (newest per id, tombstones included) in `columns` (empty: all).
@@ -494,7 +514,9 @@ class ContextStore {
   struct WriteLock;  // validation + write of one call at a time on this handle
   std::unique_ptr<WriteLock> write_lock_;
   VectorIndexOptions vector_index_;
-  struct AnnCache;  // per base version: the rows the index search checks, loaded graphs
+  TextIndexOptions text_index_;
+  // Per base version: the rows the index search checks; loaded graphs and text indexes.
+  struct AnnCache;
   static std::unique_ptr<AnnCache> NewAnnCache();
   std::unique_ptr<AnnCache> ann_;
 };

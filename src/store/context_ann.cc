@@ -328,25 +328,42 @@ Result<std::optional<std::vector<SearchResult>>> ContextStore::SearchIndexed(
   return std::optional<std::vector<SearchResult>>(std::move(out));
 }
 
-Result<int> ContextStore::IndexVectors() {
-  if (base_->pinned()) {
+namespace internal {
+
+Result<std::vector<table::FragmentInfo>> FragmentsToIndex(const StorageBase& base,
+                                                          std::string_view index_name,
+                                                          int64_t min_rows) {
+  if (base.pinned()) {
     return Status::InvalidArgument("a checked-out store is read-only; call RefreshLatest first");
   }
-  const std::shared_ptr<table::Table>& table = base_->base_table();
-  STRATA_RETURN_IF_ERROR(table->Refresh());
-  STRATA_ASSIGN_OR_RETURN(table::TableDescription description, table->Describe());
+  STRATA_RETURN_IF_ERROR(base.base_table()->Refresh());
+  STRATA_ASSIGN_OR_RETURN(table::TableDescription description, base.base_table()->Describe());
   std::set<uint32_t> covered;
   for (const table::IndexInfo& index : description.indexes) {
-    if (index.name != kVectorIndexName) continue;
+    if (index.name != index_name) continue;
     for (const table::IndexSegmentInfo& segment : index.segments) {
       covered.insert(segment.fragment_ids.begin(), segment.fragment_ids.end());
     }
   }
-  const size_t dim = static_cast<size_t>(embedding_dim_);
-  std::vector<table::IndexSegmentInfo> built;
+  std::vector<table::FragmentInfo> out;
   for (const table::FragmentInfo& fragment : description.fragments) {
     if (covered.contains(fragment.id)) continue;
-    if (fragment.physical_rows - fragment.deleted_rows < vector_index_.min_fragment_rows) continue;
+    if (fragment.physical_rows - fragment.deleted_rows < min_rows) continue;
+    out.push_back(fragment);
+  }
+  return out;
+}
+
+}  // namespace internal
+
+Result<int> ContextStore::IndexVectors() {
+  STRATA_ASSIGN_OR_RETURN(
+      std::vector<table::FragmentInfo> fragments,
+      internal::FragmentsToIndex(*base_, kVectorIndexName, vector_index_.min_fragment_rows));
+  const std::shared_ptr<table::Table>& table = base_->base_table();
+  const size_t dim = static_cast<size_t>(embedding_dim_);
+  std::vector<table::IndexSegmentInfo> built;
+  for (const table::FragmentInfo& fragment : fragments) {
     table::ScanOptions scan;
     scan.columns = {"embedding"};
     scan.with_row_address = true;

@@ -1,8 +1,10 @@
-// What ContextStore's search through the vector index keeps between calls (context_ann.cc):
-// per base version, the small columns of every live base row and the segments of the index;
-// the loaded graphs by index file.
+// What ContextStore's searches through its indexes keep between calls (context_ann.cc,
+// context_retrieve.cc): per base version, the small columns of every live base row and the
+// segments of the vector index; the loaded graphs and text indexes by index file. And the
+// choice of fragments IndexVectors and IndexText index.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -11,8 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "store/text_index.h"
 #include "store/vector_index.h"
 #include "strata/context_store.h"
+#include "strata/storage_base.h"
+#include "strata/table.h"
 #include "util/mutex.h"
 
 namespace strata::store {
@@ -44,6 +49,19 @@ struct ContextStore::AnnCache {
   Mutex mu;
   std::shared_ptr<const AnnBaseState> state STRATA_GUARDED_BY(mu);  // the newest one built
   std::map<std::string, std::shared_ptr<const FragmentVectorIndex>> graphs STRATA_GUARDED_BY(mu);
+  std::map<std::string, std::shared_ptr<const FragmentTextIndex>> texts STRATA_GUARDED_BY(mu);
+  std::atomic<int64_t> retrieve_rereads{0};
 };
+
+namespace internal {
+
+// The fragments of the newest base version with at least `min_rows` live rows that no segment
+// of index `index_name` covers (`base`'s base table is refreshed to that version).
+// InvalidArgument for a checked-out store.
+Result<std::vector<table::FragmentInfo>> FragmentsToIndex(const StorageBase& base,
+                                                          std::string_view index_name,
+                                                          int64_t min_rows);
+
+}  // namespace internal
 
 }  // namespace strata::store

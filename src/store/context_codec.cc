@@ -31,50 +31,6 @@ using internal::RequiredString;
 constexpr std::string_view kTextPayload = "text_payload";
 constexpr std::string_view kBinaryPayload = "binary_payload";
 
-// `bytes` as UTF-8, each invalid sequence replaced by U+FFFD (what the reference's lossy
-// decoding of a binary text_payload does).
-std::string LossyUtf8(std::string_view bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  size_t i = 0;
-  while (i < bytes.size()) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    size_t n = 0;
-    uint32_t min = 0;
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-      ++i;
-      continue;
-    }
-    if ((c & 0xE0) == 0xC0) {
-      n = 2;
-      min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 3;
-      min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 4;
-      min = 0x10000;
-    }
-    bool ok = n > 0 && i + n <= bytes.size();
-    uint32_t cp = n > 0 ? (c & (0x7F >> n)) : 0;
-    for (size_t k = 1; ok && k < n; ++k) {
-      const auto cc = static_cast<unsigned char>(bytes[i + k]);
-      if ((cc & 0xC0) != 0x80) ok = false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
-    if (ok) {
-      out.append(bytes.substr(i, n));
-      i += n;
-    } else {
-      out.append("\xEF\xBF\xBD");
-      ++i;
-    }
-  }
-  return out;
-}
-
 Column Timestamp(std::string name, std::optional<int64_t> ContextRecord::*member) {
   return OptionalNumber<int64_t>(std::move(name), timestamp_us(), member);
 }
@@ -292,6 +248,48 @@ std::string Lower(std::string_view s) {
 }
 
 }  // namespace
+
+std::string LossyUtf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  size_t i = 0;
+  while (i < bytes.size()) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    size_t n = 0;
+    uint32_t min = 0;
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+      ++i;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) {
+      n = 2;
+      min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 3;
+      min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 4;
+      min = 0x10000;
+    }
+    bool ok = n > 0 && i + n <= bytes.size();
+    uint32_t cp = n > 0 ? (c & (0x7F >> n)) : 0;
+    for (size_t k = 1; ok && k < n; ++k) {
+      const auto cc = static_cast<unsigned char>(bytes[i + k]);
+      if ((cc & 0xC0) != 0x80) ok = false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
+    if (ok) {
+      out.append(bytes.substr(i, n));
+      i += n;
+    } else {
+      out.append("\xEF\xBF\xBD");
+      ++i;
+    }
+  }
+  return out;
+}
 
 std::string_view DistanceMetricName(DistanceMetric metric) {
   switch (metric) {

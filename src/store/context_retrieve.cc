@@ -1,25 +1,34 @@
-// ContextStore's hybrid retrieval (include/strata/context_store.h; reference §3.2 "retrieve")
-// and the text tokenizer it scores with. Retrieve reads one scan of the columns it needs
-// (visibility, filters, text, embedding), scores both channels where the values lie, and
-// decodes whole records only for the winners; when a winner changed between the scan and its
-// read, it falls back to scoring whole records of one ListFiltered read.
+// ContextStore's hybrid retrieval (include/strata/context_store.h; reference §3.2 "retrieve").
+// Retrieve reads one scan of the columns it needs (visibility, filters, text, embedding),
+// scores both channels where the values lie, and decodes whole records only for the winners;
+// when a winner changed between the scan and its read, it falls back to scoring whole records
+// of one ListFiltered read. Base fragments with a text index (text_index.h) are scanned
+// without their text: their rows' token counts come from the index, the same figures the
+// tokenizer (text_tokens.h) gives.
 #include <fmt/format.h>
-#include <utf8proc.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
 
+#include "store/context_ann.h"
 #include "store/context_codec.h"
 #include "store/context_columns.h"
+#include "store/text_index.h"
+#include "store/text_tokens.h"
 #include "store/vector_kernel.h"
 #include "strata/buffer.h"
 #include "strata/context_store.h"
 #include "strata/expr.h"
+#include "strata/storage_base.h"
+#include "strata/table.h"
+#include "util/mutex.h"
 
 namespace strata::store {
 namespace {
@@ -28,93 +37,6 @@ constexpr double kBm25K1 = 1.2;
 constexpr double kBm25B = 0.75;
 // StorageBase::GetMany's key limit per call.
 constexpr size_t kGetManyKeys = 1024;
-
-bool IsWordCodepoint(utf8proc_int32_t c) {
-  switch (utf8proc_category(c)) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
-    case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_NO:
-      return true;
-    default:
-      return false;
-  }
-}
-
-void AppendCodepoint(utf8proc_int32_t c, std::string* out) {
-  utf8proc_uint8_t buffer[4];
-  const utf8proc_ssize_t n = utf8proc_encode_char(c, buffer);
-  out->append(reinterpret_cast<const char*>(buffer), static_cast<size_t>(n));
-}
-
-// Calls on_token(std::string_view) for each token of `text` (TextTokens' definition), the
-// view valid during the call. ASCII bytes take a shortcut around utf8proc: the only ASCII word
-// codepoints are letters (Lu, Ll) and digits (Nd), and utf8proc lowercases ASCII as tolower.
-// A token of lowercase ASCII letters and digits is passed as a view of `text`; others are
-// built in a buffer.
-template <typename OnToken>
-void ForEachToken(std::string_view text, OnToken&& on_token) {
-  std::string built;
-  bool in_token = false;
-  bool building = false;  // the token is in `built`, not text[start, at)
-  size_t start = 0;
-  // Switches the token to the buffer (lowercasing or decoding needs its own bytes).
-  auto build = [&](size_t at) {
-    if (building) return;
-    if (in_token) built.assign(text.substr(start, at - start));
-    in_token = true;
-    building = true;
-  };
-  auto end_token = [&](size_t at) {
-    if (!in_token) return;
-    on_token(building ? std::string_view(built) : text.substr(start, at - start));
-    in_token = false;
-    building = false;
-    built.clear();
-  };
-  const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
-  const auto size = static_cast<utf8proc_ssize_t>(text.size());
-  utf8proc_ssize_t at = 0;
-  while (at < size) {
-    const auto here = static_cast<size_t>(at);
-    const utf8proc_uint8_t byte = bytes[at];
-    if (byte < 0x80) {
-      ++at;
-      if ((byte >= 'a' && byte <= 'z') || (byte >= '0' && byte <= '9')) {
-        if (!in_token) {
-          in_token = true;
-          start = here;
-        } else if (building) {
-          built += static_cast<char>(byte);
-        }
-      } else if (byte >= 'A' && byte <= 'Z') {
-        build(here);
-        built += static_cast<char>(byte - 'A' + 'a');
-      } else {
-        end_token(here);
-      }
-      continue;
-    }
-    utf8proc_int32_t c = 0;
-    utf8proc_ssize_t n = utf8proc_iterate(bytes + at, size - at, &c);
-    if (n <= 0) {  // an invalid byte ends a token, like any separator
-      n = 1;
-      c = -1;
-    }
-    at += n;
-    if (c >= 0 && IsWordCodepoint(c)) {
-      build(here);
-      AppendCodepoint(utf8proc_tolower(c), &built);
-    } else {
-      end_token(here);
-    }
-  }
-  end_token(text.size());
-}
 
 // The distinct tokens of `tokens`, in first-seen order.
 std::vector<std::string> Distinct(const std::vector<std::string>& tokens) {
@@ -154,7 +76,7 @@ struct Channels {
     int64_t tokens = 0;
     if (t && !query_tokens.empty()) {
       int32_t* counts = tf.data() + tf.size() - query_tokens.size();
-      ForEachToken(*t, [&](std::string_view token) {
+      internal::ForEachToken(*t, [&](std::string_view token) {
         ++tokens;
         for (size_t q = 0; q < query_tokens.size(); ++q) {
           // The first byte rejects most tokens of equal length before a whole comparison.
@@ -165,6 +87,14 @@ struct Channels {
         }
       });
     }
+    length.push_back(tokens);
+  }
+  // Appends candidate `id` whose text has `tokens` tokens, `counts[t]` of query token t.
+  void AddCounted(std::string_view id, std::optional<double> d, int64_t tokens,
+                  const int32_t* counts) {
+    ids.push_back(id);
+    distance.push_back(d);
+    tf.insert(tf.end(), counts, counts + query_tokens.size());
     length.push_back(tokens);
   }
   // Whether candidate `c` has the statistics `other`'s only candidate has.
@@ -424,20 +354,35 @@ struct ScannedChannels {
   std::vector<Array> id_columns;  // per scanned batch
 };
 
-// One scan of the visibility, filter, text and embedding columns: the kernel scores each
-// batch's vectors where they lie, text is tokenized from the column, and only the small
-// columns are decoded into records (text_payload too when it is binary, for the lossy UTF-8
-// the records read).
-Result<ScannedChannels> ScanChannels(const StorageBase& base, DistanceMetric metric,
-                                     const RetrieveRequest& request) {
-  ScanRequest scan;
-  scan.columns = RetrieveColumns(*base.schema(), request);
-  ScannedChannels out;
-  std::set<std::string, std::less<>> superseded;
-  FilterMatcher filter(request.options.filters);
-  std::vector<int64_t> kept;
-  auto consume = [&](RecordBatch batch) -> Status {
+// A base fragment's token counts for one query, from its text index.
+struct IndexedFragment {
+  std::shared_ptr<const FragmentTextIndex> index;
+  std::vector<int32_t> counts;  // row offset o's count of query token t at o * tokens + t
+};
+
+// Where a batch's rows come from, beyond their columns.
+struct BatchSource {
+  // Base rows of a layered read: a row whose id a pending row holds is not in the view.
+  const PendingKeys* shadowed = nullptr;
+  // Base rows of indexed fragments (the batch has the row address column and no
+  // text_payload): their token counts, by fragment.
+  const std::map<uint32_t, IndexedFragment>* indexed = nullptr;
+};
+
+// Retrieve's candidates gathered batch by batch: the kernel scores each batch's vectors where
+// they lie, text is tokenized from the column (or counted from a text index), and only the
+// small columns are decoded into records (text_payload too when it is binary, for the lossy
+// UTF-8 the records read).
+class ChannelScan {
+ public:
+  ChannelScan(DistanceMetric metric, const RetrieveRequest& request)
+      : metric_(metric), request_(request), filter_(request.options.filters) {
+    out_.channels.query_tokens = request.query_tokens;
+  }
+
+  Status Consume(const RecordBatch& batch, const BatchSource& source) {
     const int embedding_index = batch.schema()->GetFieldIndex("embedding");
+    const int address_index = batch.schema()->GetFieldIndex(table::kRowAddressColumn);
     int text_index = batch.schema()->GetFieldIndex("text_payload");
     if (text_index >= 0 && batch.column(text_index).type()->id() != TypeId::kLargeUtf8) {
       text_index = -1;  // decoded with the record
@@ -447,43 +392,47 @@ Result<ScannedChannels> ScanChannels(const StorageBase& base, DistanceMetric met
     std::vector<int> small_columns;
     for (int c = 0; c < batch.num_columns(); ++c) {
       const std::string& name = batch.schema()->field(c)->name();
-      if (c == embedding_index || c == text_index || name == "id" ||
-          (name == "metadata" && filter.has_metadata())) {
+      if (c == embedding_index || c == text_index || c == address_index || name == "id" ||
+          (name == "metadata" && filter_.has_metadata())) {
         continue;
       }
       small_columns.push_back(c);
     }
     STRATA_ASSIGN_OR_RETURN(RecordBatch small, batch.Project(small_columns));
     const int64_t rows = batch.num_rows();
-    out.id_columns.push_back(batch.GetColumnByName("id"));
-    const Array& ids = out.id_columns.back();
+    out_.id_columns.push_back(batch.GetColumnByName("id"));
+    const Array& ids = out_.id_columns.back();
+    auto in_view = [&](int64_t row) {
+      return source.shadowed == nullptr || !source.shadowed->Contains(ids.StringValue(row));
+    };
     // Rule 4 reads every row's supersedes_id (as decoded: the column's string), candidate or
     // not.
     const Array supersedes = batch.GetColumnByName("supersedes_id");
-    if (!request.lifecycle.include_retired && supersedes.is_valid_handle()) {
+    if (!request_.lifecycle.include_retired && supersedes.is_valid_handle()) {
       for (int64_t row = 0; row < rows; ++row) {
-        if (!supersedes.IsValid(row)) continue;
+        if (!supersedes.IsValid(row) || !in_view(row)) continue;
         const std::string_view target = supersedes.StringValue(row);
-        if (target != ids.StringValue(row)) superseded.emplace(target);
+        if (target != ids.StringValue(row)) superseded_.emplace(target);
       }
     }
-    // Rows whose metadata matches; only they are decoded.
-    kept.clear();
-    const Array metadata = filter.has_metadata() ? batch.GetColumnByName("metadata") : Array();
+    // Rows in the view whose metadata matches; only they are decoded.
+    kept_.clear();
+    const Array metadata = filter_.has_metadata() ? batch.GetColumnByName("metadata") : Array();
     for (int64_t row = 0; row < rows; ++row) {
-      if (filter.has_metadata()) {
+      if (!in_view(row)) continue;
+      if (filter_.has_metadata()) {
         std::optional<std::string_view> text;
         if (metadata.is_valid_handle() && metadata.IsValid(row)) text = metadata.StringValue(row);
-        if (!filter.MetadataMatches(text)) continue;
+        if (!filter_.MetadataMatches(text)) continue;
       }
-      kept.push_back(row);
+      kept_.push_back(row);
     }
     STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> decoded,
-                            DecodeContextRecordRows(small, kept));
+                            DecodeContextRecordRows(small, kept_));
     Array embedding;
     Array values;
     const float* first = nullptr;
-    const size_t dim = request.options.vector ? request.options.vector->size() : 0;
+    const size_t dim = request_.options.vector ? request_.options.vector->size() : 0;
     if (embedding_index >= 0) {
       embedding = batch.column(embedding_index);
       values = embedding.values_array();
@@ -493,27 +442,43 @@ Result<ScannedChannels> ScanChannels(const StorageBase& base, DistanceMetric met
     }
     Array text;
     if (text_index >= 0) text = batch.column(text_index);
-    for (size_t k = 0; k < kept.size(); ++k) {
+    Array addresses;
+    if (source.indexed != nullptr) addresses = batch.column(address_index);
+    for (size_t k = 0; k < kept_.size(); ++k) {
       const ContextRecord& r = decoded[k];
-      if (!VisibleByLifecycle(r, request.lifecycle, request.now) || !filter.OthersMatch(r)) {
+      if (!VisibleByLifecycle(r, request_.lifecycle, request_.now) || !filter_.OthersMatch(r)) {
         continue;
       }
-      const int64_t row = kept[k];
+      const int64_t row = kept_[k];
       std::optional<double> distance;
       if (embedding_index >= 0 && !embedding.IsNull(row)) {
         double d = 0;
         const auto [begin, end] = embedding.ValueRange(row);
         if (internal::ItemsValid(values, begin, end)) {
-          VectorDistances(metric, *request.options.vector, first + static_cast<size_t>(row) * dim,
+          VectorDistances(metric_, *request_.options.vector, first + static_cast<size_t>(row) * dim,
                           1, &d);
         } else {  // null items read as NaN, as decoded
           std::vector<float> items;
           for (int64_t at = begin; at < end; ++at) {
             items.push_back(values.IsValid(at) ? values.Value<float>(at) : std::nanf(""));
           }
-          VectorDistances(metric, *request.options.vector, items.data(), 1, &d);
+          VectorDistances(metric_, *request_.options.vector, items.data(), 1, &d);
         }
         distance = d;
+      }
+      if (source.indexed != nullptr) {
+        const uint64_t address = addresses.Value<uint64_t>(row);
+        const IndexedFragment& fragment = source.indexed->at(table::RowAddressFragment(address));
+        const uint32_t offset = table::RowAddressOffset(address);
+        if (offset >= fragment.index->rows()) {
+          return Status::Corruption(
+              fmt::format("the text index of fragment {} covers {} rows; row {} is live",
+                          table::RowAddressFragment(address), fragment.index->rows(), offset));
+        }
+        out_.channels.AddCounted(
+            ids.StringValue(row), distance, fragment.index->length(offset),
+            fragment.counts.data() + static_cast<size_t>(offset) * request_.query_tokens.size());
+        continue;
       }
       std::optional<std::string_view> payload;
       if (text_index >= 0) {
@@ -523,37 +488,135 @@ Result<ScannedChannels> ScanChannels(const StorageBase& base, DistanceMetric met
         // text is counted now and only the id is kept.
         payload = std::string_view(*r.text_payload);
       }
-      out.channels.Add(ids.StringValue(row), distance, payload);
+      out_.channels.Add(ids.StringValue(row), distance, payload);
     }
     return Status::OK();
-  };
-  auto restart = [&]() -> Status {
+  }
+
+  // Forgets every batch (the scan restarts on a newer view).
+  void Restart() {
     Channels fresh;
-    fresh.query_tokens = std::move(out.channels.query_tokens);
-    out = ScannedChannels();
-    out.channels = std::move(fresh);
-    superseded.clear();
-    return Status::OK();
-  };
-  out.channels.query_tokens = request.query_tokens;
-  STRATA_RETURN_IF_ERROR(base.ScanEach(scan, consume, restart).status());
-  // Rule 4 needs every row's supersedes_id, so it applies once the scan is done.
-  if (!superseded.empty()) {
+    fresh.query_tokens = std::move(out_.channels.query_tokens);
+    out_ = ScannedChannels();
+    out_.channels = std::move(fresh);
+    superseded_.clear();
+  }
+
+  // The candidates of every batch consumed; rule 4 needs every row's supersedes_id, so it
+  // applies once the scan is done.
+  ScannedChannels Finish() && {
+    if (superseded_.empty()) return std::move(out_);
     Channels kept;
-    kept.query_tokens = out.channels.query_tokens;
-    const Channels& all = out.channels;
+    kept.query_tokens = out_.channels.query_tokens;
+    const Channels& all = out_.channels;
     const size_t k = all.query_tokens.size();
     for (size_t i = 0; i < all.size(); ++i) {
-      if (superseded.count(all.ids[i]) > 0) continue;
+      if (superseded_.count(all.ids[i]) > 0) continue;
       kept.ids.push_back(all.ids[i]);
       kept.distance.push_back(all.distance[i]);
       kept.length.push_back(all.length[i]);
       kept.tf.insert(kept.tf.end(), all.tf.begin() + static_cast<ptrdiff_t>(i * k),
                      all.tf.begin() + static_cast<ptrdiff_t>((i + 1) * k));
     }
-    out.channels = std::move(kept);
+    out_.channels = std::move(kept);
+    return std::move(out_);
   }
-  return out;
+
+ private:
+  const DistanceMetric metric_;
+  const RetrieveRequest& request_;
+  FilterMatcher filter_;
+  ScannedChannels out_;
+  std::set<std::string, std::less<>> superseded_;
+  std::vector<int64_t> kept_;
+};
+
+// One scan of the store's newest-wins view (StorageBase::ScanEach).
+Result<ScannedChannels> ScanChannels(const StorageBase& base, DistanceMetric metric,
+                                     const RetrieveRequest& request) {
+  ScanRequest scan;
+  scan.columns = RetrieveColumns(*base.schema(), request);
+  ChannelScan channels(metric, request);
+  auto consume = [&](RecordBatch batch) { return channels.Consume(batch, BatchSource()); };
+  auto restart = [&]() -> Status {
+    channels.Restart();
+    return Status::OK();
+  };
+  STRATA_RETURN_IF_ERROR(base.ScanEach(scan, consume, restart).status());
+  return std::move(channels).Finish();
+}
+
+// The same candidates from one layered read (StorageBase::ReadLayered) when the base version
+// has text index segments and the query has tokens: indexed fragments are scanned without
+// their text, their token counts read from the index; other fragments and the pending rows
+// are tokenized. Nullopt when there is no index to use.
+Result<std::optional<ScannedChannels>> ScanChannelsIndexed(
+    const StorageBase& base, DistanceMetric metric, const RetrieveRequest& request,
+    const std::function<Result<std::shared_ptr<const FragmentTextIndex>>(
+        const table::Table&, const std::string&)>& load) {
+  if (request.query_tokens.empty()) return std::nullopt;
+  const std::vector<std::string> columns = RetrieveColumns(*base.schema(), request);
+  STRATA_ASSIGN_OR_RETURN(LayeredRead layered, base.ReadLayered(columns));
+  if (layered.base == nullptr) return std::nullopt;
+  STRATA_ASSIGN_OR_RETURN(table::TableDescription description, layered.base->Describe());
+  std::set<uint32_t> live;
+  for (const table::FragmentInfo& fragment : description.fragments) live.insert(fragment.id);
+  std::map<uint32_t, IndexedFragment> indexed;
+  for (const table::IndexInfo& index : description.indexes) {
+    if (index.name != kTextIndexName) continue;
+    for (const table::IndexSegmentInfo& segment : index.segments) {
+      // Ours cover one fragment each; a compacted fragment's segment waits for cleanup.
+      if (segment.fragment_ids.size() != 1 || !live.contains(segment.fragment_ids[0])) continue;
+      IndexedFragment fragment;
+      STRATA_ASSIGN_OR_RETURN(fragment.index, load(*layered.base, segment.path));
+      indexed.emplace(segment.fragment_ids[0], std::move(fragment));
+    }
+  }
+  if (indexed.empty()) return std::nullopt;
+  const size_t k = request.query_tokens.size();
+  std::vector<uint32_t> indexed_ids;
+  for (auto& [id, fragment] : indexed) {
+    indexed_ids.push_back(id);
+    fragment.counts.assign(fragment.index->rows() * k, 0);
+    for (size_t t = 0; t < k; ++t) {
+      for (const FragmentTextIndex::Posting& p : fragment.index->Lookup(request.query_tokens[t])) {
+        fragment.counts[static_cast<size_t>(p.offset) * k + t] = static_cast<int32_t>(p.count);
+      }
+    }
+  }
+  std::vector<uint32_t> other_ids;
+  for (const table::FragmentInfo& fragment : description.fragments) {
+    if (!indexed.contains(fragment.id)) other_ids.push_back(fragment.id);
+  }
+
+  ChannelScan channels(metric, request);
+  auto scan_base = [&](std::vector<std::string> scan_columns, std::vector<uint32_t> fragments,
+                       const BatchSource& source) -> Status {
+    table::ScanOptions scan;
+    scan.columns = std::move(scan_columns);
+    scan.with_row_address = source.indexed != nullptr;
+    scan.fragment_ids = std::move(fragments);
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<table::BatchIterator> it, layered.base->Scan(scan));
+    while (true) {
+      STRATA_ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, it->Next());
+      if (!batch) return Status::OK();
+      STRATA_RETURN_IF_ERROR(channels.Consume(*batch, source));
+    }
+  };
+  std::vector<std::string> without_text;
+  for (const std::string& c : columns) {
+    if (c != "text_payload") without_text.push_back(c);
+  }
+  STRATA_RETURN_IF_ERROR(scan_base(std::move(without_text), std::move(indexed_ids),
+                                   BatchSource{layered.pending_keys.get(), &indexed}));
+  if (!other_ids.empty()) {
+    STRATA_RETURN_IF_ERROR(
+        scan_base(columns, std::move(other_ids), BatchSource{layered.pending_keys.get(), nullptr}));
+  }
+  for (const RecordBatch& batch : layered.pending) {
+    STRATA_RETURN_IF_ERROR(channels.Consume(batch, BatchSource()));
+  }
+  return std::optional<ScannedChannels>(std::move(channels).Finish());
 }
 
 // Reads the winners' whole records by id. Nullopt when a winner's newest row is no longer
@@ -591,7 +654,7 @@ Result<std::optional<std::vector<ContextRecord>>> FetchWinners(
 
 std::vector<std::string> TextTokens(std::string_view text) {
   std::vector<std::string> out;
-  ForEachToken(text, [&](std::string_view token) { out.emplace_back(token); });
+  internal::ForEachToken(text, [&](std::string_view token) { out.emplace_back(token); });
   return out;
 }
 
@@ -611,7 +674,29 @@ Result<std::vector<RetrieveResult>> ContextStore::Retrieve(const RetrieveOptions
       options.text ? Distinct(TextTokens(*options.text)) : std::vector<std::string>();
   const RetrieveRequest request{options, query_tokens, at_now, *at_now.reference_time_micros};
 
-  STRATA_ASSIGN_OR_RETURN(ScannedChannels scanned, ScanChannels(*base_, metric_, request));
+  // Through the text index when the base has one, else one scan of the view.
+  auto load = [this](const table::Table& table,
+                     const std::string& path) -> Result<std::shared_ptr<const FragmentTextIndex>> {
+    {
+      MutexLock lock(ann_->mu);
+      auto it = ann_->texts.find(path);
+      if (it != ann_->texts.end()) return it->second;
+    }
+    STRATA_ASSIGN_OR_RETURN(Buffer bytes, table.ReadIndexFile(path));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<FragmentTextIndex> loaded,
+                            FragmentTextIndex::Deserialize(bytes.view()));
+    std::shared_ptr<const FragmentTextIndex> index = std::move(loaded);
+    MutexLock lock(ann_->mu);
+    return ann_->texts.emplace(path, std::move(index)).first->second;
+  };
+  STRATA_ASSIGN_OR_RETURN(std::optional<ScannedChannels> indexed,
+                          ScanChannelsIndexed(*base_, metric_, request, load));
+  ScannedChannels scanned;
+  if (indexed) {
+    scanned = std::move(*indexed);
+  } else {
+    STRATA_ASSIGN_OR_RETURN(scanned, ScanChannels(*base_, metric_, request));
+  }
   std::vector<Fused> winners =
       FuseChannels(scanned.channels, options.text_scoring, static_cast<size_t>(limit));
   STRATA_ASSIGN_OR_RETURN(std::optional<std::vector<ContextRecord>> records,
@@ -620,6 +705,7 @@ Result<std::vector<RetrieveResult>> ContextStore::Retrieve(const RetrieveOptions
   if (records) return Attach(std::move(winners), std::move(*records));
   // A winner changed between the scan and the fetch (a concurrent write): retrieve again on
   // one consistent read of whole records, as slow as that is.
+  ann_->retrieve_rereads.fetch_add(1, std::memory_order_relaxed);
   STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> candidates,
                           ListFiltered(options.filters, std::nullopt, 0, at_now, projection));
   const Channels channels = RecordChannels(metric_, options, query_tokens, candidates);
@@ -628,6 +714,10 @@ Result<std::vector<RetrieveResult>> ContextStore::Retrieve(const RetrieveOptions
   chosen.reserve(winners.size());
   for (const Fused& f : winners) chosen.push_back(std::move(candidates[f.candidate]));
   return Attach(std::move(winners), std::move(chosen));
+}
+
+int64_t ContextStore::retrieve_rereads() const {
+  return ann_->retrieve_rereads.load(std::memory_order_relaxed);
 }
 
 }  // namespace strata::store

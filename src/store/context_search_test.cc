@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "store/store_test_util.h"
+#include "store/text_index.h"
 #include "strata/context_store.h"
 #include "util/clock.h"
 
@@ -45,6 +46,9 @@ class ContextSearchTest : public testing::StoreFixture {
     r.text_payload = std::move(text);
     return r;
   }
+
+  // Defined with the test that uses it.
+  void RetrieveEqualsBruteForce(bool text_index);
 
   ManualClock clock_{kT0 + 1'000'000};
 };
@@ -535,7 +539,11 @@ bool SameRecord(ContextRecord a, ContextRecord b) {
 // and without filters (a metadata key with a number, a string, a contains; a column filter),
 // both scorings, with and without retired rows — equals the brute force over ListFiltered,
 // records included.
-TEST_F(ContextSearchTest, RetrieveEqualsBruteForceAcrossBaseGenerationsAndMemtable) {
+// Retrieve against RetrieveBruteForce over random records in the base, in pending generations
+// and in the memtable, under updates, deletes, filters and both scorings. With `text_index`
+// the base fragments of at least 60 rows get a text index as they are merged, so retrieve
+// reads indexed fragments, unindexed ones and pending rows together.
+void ContextSearchTest::RetrieveEqualsBruteForce(bool text_index) {
   constexpr int32_t kDim = 5;
   const uint32_t seed = 20261205;
   SCOPED_TRACE(fmt::format("seed {}", seed));
@@ -554,6 +562,8 @@ TEST_F(ContextSearchTest, RetrieveEqualsBruteForceAcrossBaseGenerationsAndMemtab
   options.base.shard_id = "solo";
   options.base.clock = &clock_;
   options.seal_on_add = false;  // rows stay in the memtable until a Flush
+  options.text_index.enabled = text_index;
+  options.text_index.min_fragment_rows = 60;
   ASSERT_OK_AND_ASSIGN(auto store, ContextStore::Open(store_, "retrieve-mixed/", options));
   auto random_vector = [&] {
     std::vector<float> e(kDim);
@@ -612,9 +622,20 @@ TEST_F(ContextSearchTest, RetrieveEqualsBruteForceAcrossBaseGenerationsAndMemtab
       ASSERT_OK(store->UpdateById(id, patch).status());
     }
     if (round % 2 == 0) ASSERT_OK(store->Flush().status());
-    if (round == 1) {
+    if (round == 1 || (text_index && round == 2)) {
       ASSERT_OK(store->Flush().status());
       ASSERT_OK(store->base().Cleanup().status());
+    }
+    if (text_index && round == 3) {
+      // The rounds left the base one indexed fragment and one too small for an index.
+      ASSERT_OK_AND_ASSIGN(table::TableDescription description,
+                           store->base().base_table()->Describe());
+      size_t segments = 0;
+      for (const table::IndexInfo& index : description.indexes) {
+        if (index.name == kTextIndexName) segments += index.segments.size();
+      }
+      EXPECT_EQ(segments, 1u);
+      EXPECT_EQ(description.fragments.size(), 2u);
     }
     std::vector<RecordFilters> filters(1);
     for (const char* json : {R"({"bot_id":"x"})", R"({"n":1})", R"({"s":"ab"})",
@@ -641,6 +662,8 @@ TEST_F(ContextSearchTest, RetrieveEqualsBruteForceAcrossBaseGenerationsAndMemtab
                                        limit, &f - filters.data(), lifecycle.include_retired,
                                        scoring == TextScoring::kOverlap));
               ASSERT_OK_AND_ASSIGN(std::vector<RetrieveResult> got, store->Retrieve(request));
+              // No writer runs alongside: the scan's figures are the records' own.
+              ASSERT_EQ(store->retrieve_rereads(), 0);
               const auto want = RetrieveBruteForce(*store, request);
               ASSERT_EQ(got.size(), want.size());
               for (size_t i = 0; i < got.size(); ++i) {
@@ -665,6 +688,14 @@ TEST_F(ContextSearchTest, RetrieveEqualsBruteForceAcrossBaseGenerationsAndMemtab
       }
     }
   }
+}
+
+TEST_F(ContextSearchTest, RetrieveEqualsBruteForceAcrossBaseGenerationsAndMemtable) {
+  RetrieveEqualsBruteForce(false);
+}
+
+TEST_F(ContextSearchTest, RetrieveThroughTextIndexesEqualsBruteForce) {
+  RetrieveEqualsBruteForce(true);
 }
 
 TEST_F(ContextSearchTest, RetrieveChannelsAloneAndItsErrors) {

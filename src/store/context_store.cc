@@ -84,7 +84,7 @@ bool ContextPatch::empty() const {
 
 ContextStore::ContextStore(std::unique_ptr<StorageBase> base, int32_t dim, DistanceMetric metric,
                            std::set<std::string> blob_columns, Clock* clock, RandomSource* random,
-                           VectorIndexOptions vector_index)
+                           VectorIndexOptions vector_index, TextIndexOptions text_index)
     : base_(std::move(base)),
       embedding_dim_(dim),
       metric_(metric),
@@ -93,14 +93,24 @@ ContextStore::ContextStore(std::unique_ptr<StorageBase> base, int32_t dim, Dista
       random_(random),
       write_lock_(std::make_unique<WriteLock>()),
       vector_index_(vector_index),
+      text_index_(text_index),
       ann_(NewAnnCache()) {
-  if (vector_index_.enabled) {
+  if (vector_index_.enabled || text_index_.enabled) {
     // The store owns base_, so `this` outlives every call of the listener.
     base_->SetBaseChangeListener([this] {
-      Result<int> indexed = IndexVectors();
-      if (!indexed.ok()) {
-        LogWarning("context store {}: building the vector index failed: {}", base_->prefix(),
-                   indexed.status().ToString());
+      if (vector_index_.enabled) {
+        Result<int> indexed = IndexVectors();
+        if (!indexed.ok()) {
+          LogWarning("context store {}: building the vector index failed: {}", base_->prefix(),
+                     indexed.status().ToString());
+        }
+      }
+      if (text_index_.enabled) {
+        Result<int> indexed = IndexText();
+        if (!indexed.ok()) {
+          LogWarning("context store {}: building the text index failed: {}", base_->prefix(),
+                     indexed.status().ToString());
+        }
       }
     });
   }
@@ -167,7 +177,7 @@ Result<std::unique_ptr<ContextStore>> ContextStore::Open(std::shared_ptr<ObjectS
                                             std::move(base_options), create_if_missing));
   return std::unique_ptr<ContextStore>(new ContextStore(
       std::move(base), persisted.dim, persisted.metric, std::move(persisted.blob_columns), clock,
-      SystemRandom(), options.vector_index));
+      SystemRandom(), options.vector_index, options.text_index));
 }
 
 int64_t ContextStore::Now() const { return clock_->NowMicros(); }
