@@ -4,9 +4,17 @@ pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(HWY REQUIRED IMPORTED_TARGET libhwy)
-# libhnswlib-dev is header-only and ships no pkg-config file: fail at configure time, not in
-# the middle of the build, when it is missing.
-find_path(HNSWLIB_INCLUDE_DIR hnswlib/hnswlib.h REQUIRED)
+# libfaiss-dev (the context store's IVF vector index) ships a static library and no CMake or
+# pkg-config file: it needs OpenMP, BLAS and LAPACK linked after it.
+find_path(FAISS_INCLUDE_DIR faiss/IndexIVFFlat.h REQUIRED)
+find_library(FAISS_LIBRARY faiss REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(BLAS REQUIRED)
+find_package(LAPACK REQUIRED)
+add_library(strata_faiss INTERFACE)
+target_include_directories(strata_faiss SYSTEM INTERFACE ${FAISS_INCLUDE_DIR})
+target_link_libraries(strata_faiss INTERFACE ${FAISS_LIBRARY} OpenMP::OpenMP_CXX
+                      ${LAPACK_LIBRARIES} ${BLAS_LIBRARIES})
 find_package(zstd CONFIG REQUIRED)
 find_package(OpenSSL REQUIRED)
 find_package(Threads REQUIRED)

@@ -197,7 +197,7 @@ struct RecordFilters {
   bool Matches(const ContextRecord& record) const;
 };
 
-// The approximate vector index (HNSW per base fragment; docs/format/stores.md §5.4).
+// The approximate vector index (IVF-Flat per base fragment; docs/format/stores.md §5.4).
 struct VectorIndexOptions {
   // Build indexes after merges and compactions of this handle (IndexVectors). Search uses
   // whatever segments exist either way.
@@ -205,11 +205,11 @@ struct VectorIndexOptions {
   // Fragments with fewer live rows are searched exactly (a small fragment is cheap to scan
   // and is usually merged into a bigger one by the next compaction).
   int64_t min_fragment_rows = 16384;
-  // HNSW graph degree and construction beam (hnswlib's M and ef_construction).
-  int m = 16;
-  int ef_construction = 200;
-  // Search beam (at least the number of results asked for).
-  int ef_search = 128;
+  // k-means lists per fragment (0: the square root of its rows; at most one per 39 rows).
+  int lists = 0;
+  // Lists a search scores (more when they hold fewer than the rows asked for): the
+  // recall / speed knob.
+  int probes = 4;
 };
 
 // The full-text index (an inverted index of text_payload tokens per base fragment;
@@ -515,7 +515,7 @@ class ContextStore {
   std::unique_ptr<WriteLock> write_lock_;
   VectorIndexOptions vector_index_;
   TextIndexOptions text_index_;
-  // Per base version: the rows the index search checks; loaded graphs and text indexes.
+  // Per base version: the rows the index search checks; loaded vector and text indexes.
   struct AnnCache;
   static std::unique_ptr<AnnCache> NewAnnCache();
   std::unique_ptr<AnnCache> ann_;

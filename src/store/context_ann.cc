@@ -1,4 +1,4 @@
-// ContextStore's approximate search: per-fragment HNSW graphs over the base table
+// ContextStore's approximate search: per-fragment IVF indexes over the base table
 // (vector_index.h), built by IndexVectors after merges and compactions, and the search that
 // combines them with exact scoring of everything they do not cover.
 //
@@ -6,11 +6,11 @@
 // version and the pending rows over it. Pending rows are few and scored exactly. Base rows
 // are checked against a per-version cache of their small columns (AnnBaseState): live at that
 // version, not shadowed by a pending row of the same id, visible by the lifecycle rules, not
-// superseded (rule 4: by any row of the view), and matching the filters. Fragments with a graph
+// superseded (rule 4: by any row of the view), and matching the filters. Fragments with an index
 // are searched through it, widening the request until `k` eligible rows are found or the
-// graph is exhausted, and then scanning the graph's own vectors of the fragment's eligible
+// index is exhausted, and then scanning the index's own vectors of the fragment's eligible
 // rows: so each fragment contributes min(k, its eligible rows) and the search never returns
-// fewer than `limit` visible matches when that many exist. Fragments without a graph are
+// fewer than `limit` visible matches when that many exist. Fragments without an index are
 // scored exactly from cached vectors. Winners are read in full from the same base version and
 // reported with Distance(), the exact definition.
 #include "store/context_ann.h"
@@ -39,9 +39,9 @@ std::unique_ptr<ContextStore::AnnCache> ContextStore::NewAnnCache() {
 
 namespace {
 
-// Rows a widening step asks a graph for, relative to the last, and the most asked for
+// Rows a widening step asks an index for, relative to the last, and the most asked for
 // relative to k: a filter that leaves fewer eligible rows among that many nearest is narrow,
-// and scoring the fragment's eligible rows directly is cheaper than a wider graph walk.
+// and scoring the fragment's eligible rows directly is cheaper than a wider probe.
 constexpr size_t kWidenFactor = 4;
 constexpr size_t kMaxWidening = 16;
 // Rows per Take of the winners (bounds one read's size).
@@ -233,20 +233,20 @@ Result<std::optional<std::vector<SearchResult>>> ContextStore::SearchIndexed(
     }
   }
   for (const AnnBaseState::Segment& segment : state->segments) {
-    std::shared_ptr<const FragmentVectorIndex> graph;
+    std::shared_ptr<const FragmentVectorIndex> ivf;
     {
       MutexLock lock(ann_->mu);
-      auto it = ann_->graphs.find(segment.path);
-      if (it != ann_->graphs.end()) graph = it->second;
+      auto it = ann_->ivfs.find(segment.path);
+      if (it != ann_->ivfs.end()) ivf = it->second;
     }
-    if (!graph) {
+    if (!ivf) {
       STRATA_ASSIGN_OR_RETURN(Buffer bytes, layered.base->ReadIndexFile(segment.path));
       STRATA_ASSIGN_OR_RETURN(
           std::unique_ptr<FragmentVectorIndex> loaded,
-          FragmentVectorIndex::Deserialize(bytes.view(), metric_, dim, vector_index_.ef_search));
-      graph = std::move(loaded);
+          FragmentVectorIndex::Deserialize(bytes.view(), metric_, dim, vector_index_.probes));
+      ivf = std::move(loaded);
       MutexLock lock(ann_->mu);
-      graph = ann_->graphs.emplace(segment.path, graph).first->second;
+      ivf = ann_->ivfs.emplace(segment.path, ivf).first->second;
     }
     auto address_of = [&](uint32_t offset) {
       return table::MakeRowAddress(segment.fragment, offset);
@@ -255,7 +255,7 @@ Result<std::optional<std::vector<SearchResult>>> ContextStore::SearchIndexed(
     size_t want = k;
     size_t hits = 0;
     while (true) {
-      std::vector<uint32_t> labels = graph->Search(query.data(), want);
+      std::vector<uint32_t> labels = ivf->Search(query.data(), want);
       found.clear();
       hits = 0;
       for (uint32_t label : labels) {
@@ -264,28 +264,28 @@ Result<std::optional<std::vector<SearchResult>>> ContextStore::SearchIndexed(
         found.push_back(label);
         ++hits;
       }
-      if (hits >= k || labels.size() >= graph->size() || want >= graph->size() ||
+      if (hits >= k || labels.size() >= ivf->size() || want >= ivf->size() ||
           want >= k * kMaxWidening) {
         break;
       }
       want *= kWidenFactor;
     }
     if (hits < k) {
-      // Fewer than k eligible rows among the nearest the graph gave: score every eligible row
-      // of the fragment from the graph's own vectors (the filter is narrow, or the fragment
+      // Fewer than k eligible rows among the nearest the index gave: score every eligible row
+      // of the fragment from the index's own vectors (the filter is narrow, or the fragment
       // holds fewer than k of them).
       found.clear();
       auto rows = state->rows_of_fragment.find(segment.fragment);
       if (rows != state->rows_of_fragment.end()) {
         for (const auto& [offset, index] : rows->second) {
-          if (base_eligible(index) && graph->Vector(offset) != nullptr) found.push_back(offset);
+          if (base_eligible(index) && ivf->Vector(offset) != nullptr) found.push_back(offset);
         }
       }
     }
     for (uint32_t label : found) {
-      const float* v = graph->Vector(label);
+      const float* v = ivf->Vector(label);
       if (v == nullptr) continue;
-      // The graph holds unit vectors for cosine: the same cosine distance.
+      // The index holds unit vectors for cosine: the same cosine distance.
       VectorDistances(metric_, query, v, 1, &distance);
       const uint64_t address = address_of(label);
       candidates.push_back(
@@ -385,9 +385,9 @@ Result<int> ContextStore::IndexVectors() {
     }
     if (offsets.empty()) continue;
     STRATA_ASSIGN_OR_RETURN(
-        std::unique_ptr<FragmentVectorIndex> graph,
+        std::unique_ptr<FragmentVectorIndex> ivf,
         FragmentVectorIndex::Build(metric_, dim, vectors.data(), offsets, vector_index_));
-    STRATA_ASSIGN_OR_RETURN(std::string bytes, graph->Serialize());
+    STRATA_ASSIGN_OR_RETURN(std::string bytes, ivf->Serialize());
     STRATA_ASSIGN_OR_RETURN(std::string path, table->WriteIndexFile(kVectorIndexExtension, bytes));
     table::IndexSegmentInfo segment;
     segment.path = std::move(path);

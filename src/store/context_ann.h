@@ -1,6 +1,6 @@
 // What ContextStore's searches through its indexes keep between calls (context_ann.cc,
 // context_retrieve.cc): per base version, the small columns of every live base row and the
-// segments of the vector index; the loaded graphs and text indexes by index file. And the
+// segments of the vector index; the loaded indexes and text indexes by index file. And the
 // choice of fragments IndexVectors and IndexText index.
 #pragma once
 
@@ -48,7 +48,7 @@ struct AnnBaseState {
 struct ContextStore::AnnCache {
   Mutex mu;
   std::shared_ptr<const AnnBaseState> state STRATA_GUARDED_BY(mu);  // the newest one built
-  std::map<std::string, std::shared_ptr<const FragmentVectorIndex>> graphs STRATA_GUARDED_BY(mu);
+  std::map<std::string, std::shared_ptr<const FragmentVectorIndex>> ivfs STRATA_GUARDED_BY(mu);
   std::map<std::string, std::shared_ptr<const FragmentTextIndex>> texts STRATA_GUARDED_BY(mu);
   std::atomic<int64_t> retrieve_rereads{0};
 };

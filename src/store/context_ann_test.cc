@@ -193,12 +193,19 @@ TEST_F(ContextAnnTest, IndexFilesRoundTripAndRefuseAnotherShape) {
   std::vector<uint32_t> offsets;
   for (uint32_t i = 0; i < 50; ++i) offsets.push_back(i * 2);
   ASSERT_OK_AND_ASSIGN(
-      auto graph, FragmentVectorIndex::Build(DistanceMetric::kL2, 4, vectors.data(), offsets, {}));
-  ASSERT_OK_AND_ASSIGN(std::string bytes, graph->Serialize());
+      auto built, FragmentVectorIndex::Build(DistanceMetric::kL2, 4, vectors.data(), offsets, {}));
+  ASSERT_OK_AND_ASSIGN(std::string bytes, built->Serialize());
   ASSERT_OK_AND_ASSIGN(auto back,
                        FragmentVectorIndex::Deserialize(bytes, DistanceMetric::kL2, 4, 16));
   EXPECT_EQ(back->size(), 50u);
   EXPECT_EQ(back->Search(vectors.data() + 8, 1), std::vector<uint32_t>{4});
+  for (uint32_t i = 0; i < 50; ++i) {
+    ASSERT_NE(back->Vector(i * 2), nullptr);
+    EXPECT_EQ(std::vector<float>(back->Vector(i * 2), back->Vector(i * 2) + 4),
+              std::vector<float>(vectors.begin() + i * 4, vectors.begin() + i * 4 + 4));
+    EXPECT_EQ(back->Vector(i * 2 + 1), nullptr);
+  }
+  EXPECT_EQ(back->Search(vectors.data(), 80).size(), 50u);
   EXPECT_TRUE(FragmentVectorIndex::Deserialize(bytes, DistanceMetric::kCosine, 4, 16)
                   .status()
                   .IsCorruption());
@@ -209,6 +216,27 @@ TEST_F(ContextAnnTest, IndexFilesRoundTripAndRefuseAnotherShape) {
   EXPECT_TRUE(FragmentVectorIndex::Deserialize(damaged, DistanceMetric::kL2, 4, 16)
                   .status()
                   .IsCorruption());
+}
+
+// A search probes more lists while those it probed hold fewer rows than it was asked for.
+TEST_F(ContextAnnTest, SearchProbesMoreListsUntilItHasTheRowsAskedFor) {
+  constexpr int kVectors = 4000;
+  std::vector<float> vectors(kVectors * 4);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  for (float& x : vectors) x = uniform(rng);
+  std::vector<uint32_t> offsets(kVectors);
+  for (uint32_t i = 0; i < kVectors; ++i) offsets[i] = i;
+  VectorIndexOptions options;
+  options.probes = 1;
+  ASSERT_OK_AND_ASSIGN(auto index, FragmentVectorIndex::Build(DistanceMetric::kL2, 4,
+                                                              vectors.data(), offsets, options));
+  for (size_t k : {1u, 10u, 500u, 4000u}) {
+    const std::vector<uint32_t> found = index->Search(vectors.data() + 40, k);
+    EXPECT_EQ(found.size(), k);
+    EXPECT_EQ(std::set<uint32_t>(found.begin(), found.end()).size(), k);
+    EXPECT_EQ(found.front(), 10u);  // the query is row 10's own vector
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The approximate vector index of a context store: one HNSW graph (Debian's hnswlib) per
+// The approximate vector index of a context store: one IVF-Flat index (Debian's faiss) per
 // base-table fragment, labelled by row offset within the fragment, stored as an immutable
 // index file of the base table (table.h "Secondary indexes"; format in
 // docs/format/stores.md §5.4).
@@ -18,14 +18,15 @@
 namespace strata::store {
 
 // Index name, type and file extension in the base table.
-inline constexpr std::string_view kVectorIndexName = "embedding_hnsw";
-inline constexpr std::string_view kVectorIndexType = "hnsw";
-inline constexpr std::string_view kVectorIndexExtension = "hnsw";
+inline constexpr std::string_view kVectorIndexName = "embedding_ivf";
+inline constexpr std::string_view kVectorIndexType = "ivf_flat";
+inline constexpr std::string_view kVectorIndexExtension = "ivf";
 
 class FragmentVectorIndex {
  public:
-  // Builds the graph over `rows` vectors of `dim` floats (row r at vectors + r * dim,
-  // labelled offsets[r]) with `threads` threads (>= 1).
+  // Builds the index over offsets.size() vectors of `dim` floats (row r at vectors + r * dim,
+  // labelled offsets[r], each label once): options.lists k-means lists (0: sqrt(rows)), at
+  // most one per 39 rows.
   static Result<std::unique_ptr<FragmentVectorIndex>> Build(DistanceMetric metric, size_t dim,
                                                             const float* vectors,
                                                             const std::vector<uint32_t>& offsets,
@@ -35,11 +36,11 @@ class FragmentVectorIndex {
   Result<std::string> Serialize() const;
   static Result<std::unique_ptr<FragmentVectorIndex>> Deserialize(std::string_view bytes,
                                                                   DistanceMetric metric, size_t dim,
-                                                                  int ef_search);
+                                                                  int probes);
   ~FragmentVectorIndex();
 
-  // Up to `k` labels (row offsets) near `query`, nearest first, found with a beam of at least
-  // ef_search (and at least k). Thread safe.
+  // Up to `k` labels (row offsets) near `query`, nearest first, from the `probes` lists whose
+  // centroids are nearest (more while those lists hold fewer than k rows). Thread safe.
   std::vector<uint32_t> Search(const float* query, size_t k) const;
   // The vector stored for `label` (the normalised one for cosine), or null.
   const float* Vector(uint32_t label) const;

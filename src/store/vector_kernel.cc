@@ -119,47 +119,6 @@ void Distances(int metric, const double* HWY_RESTRICT q, double query_norm,
   }
 }
 
-// Float32 sums for the approximate index's graph walk (vector_kernel.h).
-float SquaredL2F32(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t dim) {
-  const hn::ScalableTag<float> d;
-  const size_t n = hn::Lanes(d);
-  auto a0 = hn::Zero(d);
-  auto a1 = hn::Zero(d);
-  size_t i = 0;
-  for (; i + 2 * n <= dim; i += 2 * n) {
-    const auto d0 = hn::Sub(hn::LoadU(d, a + i), hn::LoadU(d, b + i));
-    const auto d1 = hn::Sub(hn::LoadU(d, a + i + n), hn::LoadU(d, b + i + n));
-    a0 = hn::MulAdd(d0, d0, a0);
-    a1 = hn::MulAdd(d1, d1, a1);
-  }
-  for (; i + n <= dim; i += n) {
-    const auto d0 = hn::Sub(hn::LoadU(d, a + i), hn::LoadU(d, b + i));
-    a0 = hn::MulAdd(d0, d0, a0);
-  }
-  float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, a1)));
-  for (; i < dim; ++i) {
-    const float t = a[i] - b[i];
-    sum += t * t;
-  }
-  return sum;
-}
-
-float DotF32(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t dim) {
-  const hn::ScalableTag<float> d;
-  const size_t n = hn::Lanes(d);
-  auto p0 = hn::Zero(d);
-  auto p1 = hn::Zero(d);
-  size_t i = 0;
-  for (; i + 2 * n <= dim; i += 2 * n) {
-    p0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), p0);
-    p1 = hn::MulAdd(hn::LoadU(d, a + i + n), hn::LoadU(d, b + i + n), p1);
-  }
-  for (; i + n <= dim; i += n) p0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), p0);
-  float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(p0, p1)));
-  for (; i < dim; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
 int64_t Target() { return HWY_TARGET; }
 
 }  // namespace HWY_NAMESPACE
@@ -172,17 +131,7 @@ HWY_AFTER_NAMESPACE();
 namespace strata::store {
 
 HWY_EXPORT(Distances);
-HWY_EXPORT(SquaredL2F32);
-HWY_EXPORT(DotF32);
 HWY_EXPORT(Target);
-
-float SquaredL2F32(const float* a, const float* b, size_t dim) {
-  return HWY_DYNAMIC_DISPATCH(SquaredL2F32)(a, b, dim);
-}
-
-float DotF32(const float* a, const float* b, size_t dim) {
-  return HWY_DYNAMIC_DISPATCH(DotF32)(a, b, dim);
-}
 
 void VectorDistances(DistanceMetric metric, std::span<const float> query, const float* vectors,
                      size_t rows, double* out) {

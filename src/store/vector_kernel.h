@@ -18,12 +18,6 @@ namespace strata::store {
 void VectorDistances(DistanceMetric metric, std::span<const float> query, const float* vectors,
                      size_t rows, double* out);
 
-// Float32 sum of (a[i] - b[i])^2 and of a[i] * b[i] over `dim` floats, for the approximate
-// index (vector_index.h): its graph walk only orders candidates, which search then scores
-// again exactly, so single-precision sums (twice the lanes) are enough there.
-float SquaredL2F32(const float* a, const float* b, size_t dim);
-float DotF32(const float* a, const float* b, size_t dim);
-
 // The widest instruction set the kernel dispatches to on this machine ("AVX2", ...), for
 // benchmark notes.
 const char* VectorKernelTarget();
