@@ -371,19 +371,23 @@ Result<int> ContextStore::IndexVectors() {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<table::BatchIterator> it, table->Scan(scan));
     std::vector<float> vectors;
     std::vector<uint32_t> offsets;
-    while (true) {
+    bool finite = true;
+    while (finite) {
       STRATA_ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, it->Next());
       if (!batch) break;
       const Array& embedding = batch->column(0);
       const Array& addresses = batch->column(1);
-      for (int64_t r = 0; r < batch->num_rows(); ++r) {
+      for (int64_t r = 0; r < batch->num_rows() && finite; ++r) {
         const float* v = nullptr;
         if (!RowVector(embedding, r, &v)) continue;
+        finite = std::all_of(v, v + dim, [](float x) { return std::isfinite(x); });
         vectors.insert(vectors.end(), v, v + dim);
         offsets.push_back(table::RowAddressOffset(addresses.Value<uint64_t>(r)));
       }
     }
-    if (offsets.empty()) continue;
+    // A NaN or infinite item has no list (k-means would drop the row): such a fragment stays
+    // unindexed and is scored exactly, NaN distances included.
+    if (offsets.empty() || !finite) continue;
     STRATA_ASSIGN_OR_RETURN(
         std::unique_ptr<FragmentVectorIndex> ivf,
         FragmentVectorIndex::Build(metric_, dim, vectors.data(), offsets, vector_index_));

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -28,6 +29,7 @@
 #include "strata/expr.h"
 #include "strata/storage_base.h"
 #include "strata/table.h"
+#include "util/log.h"
 #include "util/mutex.h"
 
 namespace strata::store {
@@ -354,10 +356,23 @@ struct ScannedChannels {
   std::vector<Array> id_columns;  // per scanned batch
 };
 
-// A base fragment's token counts for one query, from its text index.
+// A base fragment's text index and the posting lists of one query's tokens in it.
 struct IndexedFragment {
   std::shared_ptr<const FragmentTextIndex> index;
-  std::vector<int32_t> counts;  // row offset o's count of query token t at o * tokens + t
+  std::vector<std::span<const FragmentTextIndex::Posting>> postings;  // per query token
+
+  // Row `offset`'s count of each query token, into `counts`.
+  void Counts(uint32_t offset, std::vector<int32_t>* counts) const {
+    counts->assign(postings.size(), 0);
+    for (size_t t = 0; t < postings.size(); ++t) {
+      const auto it = std::lower_bound(
+          postings[t].begin(), postings[t].end(), offset,
+          [](const FragmentTextIndex::Posting& p, uint32_t want) { return p.offset < want; });
+      if (it != postings[t].end() && it->offset == offset) {
+        (*counts)[t] = static_cast<int32_t>(it->count);
+      }
+    }
+  }
 };
 
 // Where a batch's rows come from, beyond their columns.
@@ -475,9 +490,9 @@ class ChannelScan {
               fmt::format("the text index of fragment {} covers {} rows; row {} is live",
                           table::RowAddressFragment(address), fragment.index->rows(), offset));
         }
-        out_.channels.AddCounted(
-            ids.StringValue(row), distance, fragment.index->length(offset),
-            fragment.counts.data() + static_cast<size_t>(offset) * request_.query_tokens.size());
+        fragment.Counts(offset, &counts_);
+        out_.channels.AddCounted(ids.StringValue(row), distance, fragment.index->length(offset),
+                                 counts_.data());
         continue;
       }
       std::optional<std::string_view> payload;
@@ -529,6 +544,7 @@ class ChannelScan {
   ScannedChannels out_;
   std::set<std::string, std::less<>> superseded_;
   std::vector<int64_t> kept_;
+  std::vector<int32_t> counts_;  // scratch: one row's query-token counts
 };
 
 // One scan of the store's newest-wins view (StorageBase::ScanEach).
@@ -544,6 +560,19 @@ Result<ScannedChannels> ScanChannels(const StorageBase& base, DistanceMetric met
   };
   STRATA_RETURN_IF_ERROR(base.ScanEach(scan, consume, restart).status());
   return std::move(channels).Finish();
+}
+
+// Whether the handle's base version has text index segments: a cheap check before a layered
+// read (ScanChannelsIndexed reads again at its own version and decides for itself).
+bool HasTextIndex(const StorageBase& base) {
+  const std::shared_ptr<table::Table>& table = base.base_table();
+  if (table == nullptr) return false;
+  Result<table::TableDescription> description = table->Describe();
+  if (!description.ok()) return true;  // the layered read reports the error
+  return std::any_of(description->indexes.begin(), description->indexes.end(),
+                     [](const table::IndexInfo& index) {
+                       return index.name == kTextIndexName && !index.segments.empty();
+                     });
 }
 
 // The same candidates from one layered read (StorageBase::ReadLayered) when the base version
@@ -567,23 +596,25 @@ Result<std::optional<ScannedChannels>> ScanChannelsIndexed(
     for (const table::IndexSegmentInfo& segment : index.segments) {
       // Ours cover one fragment each; a compacted fragment's segment waits for cleanup.
       if (segment.fragment_ids.size() != 1 || !live.contains(segment.fragment_ids[0])) continue;
+      Result<std::shared_ptr<const FragmentTextIndex>> loaded = load(*layered.base, segment.path);
+      if (!loaded.ok()) {
+        // The index is derived data: its fragment is tokenized instead (verify reports the
+        // file), so one damaged or newer-format file does not fail every text query.
+        LogWarning("text index {} of fragment {} unreadable, tokenizing the fragment: {}",
+                   segment.path, segment.fragment_ids[0], loaded.status().ToString());
+        continue;
+      }
       IndexedFragment fragment;
-      STRATA_ASSIGN_OR_RETURN(fragment.index, load(*layered.base, segment.path));
+      fragment.index = std::move(*loaded);
+      for (const std::string& token : request.query_tokens) {
+        fragment.postings.push_back(fragment.index->Lookup(token));
+      }
       indexed.emplace(segment.fragment_ids[0], std::move(fragment));
     }
   }
   if (indexed.empty()) return std::nullopt;
-  const size_t k = request.query_tokens.size();
   std::vector<uint32_t> indexed_ids;
-  for (auto& [id, fragment] : indexed) {
-    indexed_ids.push_back(id);
-    fragment.counts.assign(fragment.index->rows() * k, 0);
-    for (size_t t = 0; t < k; ++t) {
-      for (const FragmentTextIndex::Posting& p : fragment.index->Lookup(request.query_tokens[t])) {
-        fragment.counts[static_cast<size_t>(p.offset) * k + t] = static_cast<int32_t>(p.count);
-      }
-    }
-  }
+  for (const auto& [id, fragment] : indexed) indexed_ids.push_back(id);
   std::vector<uint32_t> other_ids;
   for (const table::FragmentInfo& fragment : description.fragments) {
     if (!indexed.contains(fragment.id)) other_ids.push_back(fragment.id);
@@ -689,8 +720,10 @@ Result<std::vector<RetrieveResult>> ContextStore::Retrieve(const RetrieveOptions
     MutexLock lock(ann_->mu);
     return ann_->texts.emplace(path, std::move(index)).first->second;
   };
-  STRATA_ASSIGN_OR_RETURN(std::optional<ScannedChannels> indexed,
-                          ScanChannelsIndexed(*base_, metric_, request, load));
+  std::optional<ScannedChannels> indexed;
+  if (HasTextIndex(*base_)) {
+    STRATA_ASSIGN_OR_RETURN(indexed, ScanChannelsIndexed(*base_, metric_, request, load));
+  }
   ScannedChannels scanned;
   if (indexed) {
     scanned = std::move(*indexed);

@@ -46,7 +46,12 @@ void FragmentTextIndex::Builder::Add(uint32_t offset, std::optional<std::string_
 Result<std::unique_ptr<FragmentTextIndex>> FragmentTextIndex::Builder::Finish() && {
   std::unique_ptr<FragmentTextIndex> index(new FragmentTextIndex());
   uint32_t rows = 0;
-  for (const auto& [offset, length] : lengths_) rows = std::max(rows, offset + 1);
+  for (const auto& [offset, length] : lengths_) {
+    if (offset == std::numeric_limits<uint32_t>::max()) {
+      return Status::InvalidArgument("text index: row offset out of range");
+    }
+    rows = std::max(rows, offset + 1);
+  }
   index->lengths_.assign(rows, 0);
   std::vector<bool> seen(rows, false);
   for (const auto& [offset, length] : lengths_) {

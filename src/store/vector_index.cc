@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <typeinfo>
 
 #include "util/envelope.h"
 #include "util/little_endian.h"
@@ -82,6 +83,7 @@ struct FragmentVectorIndex::State {
       return Status::Corruption("vector index file: lists do not hold float32 vectors");
     }
     by_label.clear();
+    size_t held = 0;
     for (size_t list = 0; list < lists.nlist; ++list) {
       const size_t n = lists.list_size(list);
       const faiss::Index::idx_t* ids = lists.get_ids(list);
@@ -96,7 +98,11 @@ struct FragmentVectorIndex::State {
           return Status::Corruption("vector index file: a label held twice");
         }
         by_label[label] = codes + i * dim;
+        ++held;
       }
+    }
+    if (held != static_cast<size_t>(index->ntotal)) {
+      return Status::Corruption("vector index file: the lists hold another number of rows");
     }
     return Status::OK();
   }
@@ -124,11 +130,16 @@ Result<std::unique_ptr<FragmentVectorIndex>> FragmentVectorIndex::Build(
   state->dim = dim;
   state->nprobe = static_cast<size_t>(std::max(1, options.probes));
   try {
-    faiss::Index* quantizer = metric == DistanceMetric::kL2
-                                  ? static_cast<faiss::Index*>(new faiss::IndexFlatL2(dim))
-                                  : new faiss::IndexFlatIP(dim);
+    std::unique_ptr<faiss::Index> quantizer;
+    if (metric == DistanceMetric::kL2) {
+      quantizer = std::make_unique<faiss::IndexFlatL2>(dim);
+    } else {
+      quantizer = std::make_unique<faiss::IndexFlatIP>(dim);
+    }
     state->index =
-        std::make_unique<faiss::IndexIVFFlat>(quantizer, dim, lists, FaissMetric(metric));
+        std::make_unique<faiss::IndexIVFFlat>(quantizer.get(), dim, lists, FaissMetric(metric));
+    // The index deletes the quantizer from here on.
+    state->index->quantizer = quantizer.release();
     state->index->own_fields = true;
     state->index->cp.seed = 20261204;  // the same rows give the same index
     state->index->train(static_cast<faiss::Index::idx_t>(n), prepared.data());
@@ -184,7 +195,8 @@ Result<std::unique_ptr<FragmentVectorIndex>> FragmentVectorIndex::Deserialize(
   ViewReader reader(payload.substr(kHeaderBytes));
   try {
     std::unique_ptr<faiss::Index> index(faiss::read_index(&reader));
-    if (dynamic_cast<faiss::IndexIVFFlat*>(index.get()) == nullptr) {
+    const faiss::Index* read = index.get();
+    if (read == nullptr || typeid(*read) != typeid(faiss::IndexIVFFlat)) {
       return Status::Corruption("vector index file: not an IVF-Flat index");
     }
     state->index.reset(static_cast<faiss::IndexIVFFlat*>(index.release()));
@@ -194,7 +206,9 @@ Result<std::unique_ptr<FragmentVectorIndex>> FragmentVectorIndex::Deserialize(
   if (!reader.done()) return Status::Corruption("vector index file: bytes after the index");
   const faiss::IndexIVFFlat& ivf = *state->index;
   if (static_cast<size_t>(ivf.d) != dim || ivf.metric_type != FaissMetric(metric) ||
-      static_cast<uint64_t>(ivf.ntotal) != count || ivf.quantizer == nullptr ||
+      static_cast<uint64_t>(ivf.ntotal) != count || !ivf.is_trained || ivf.quantizer == nullptr ||
+      static_cast<size_t>(ivf.quantizer->d) != dim ||
+      ivf.quantizer->metric_type != FaissMetric(metric) ||
       static_cast<size_t>(ivf.quantizer->ntotal) != ivf.nlist || ivf.invlists == nullptr ||
       ivf.invlists->nlist != ivf.nlist) {
     return Status::Corruption("vector index file: the index differs from its header");
@@ -207,23 +221,38 @@ std::vector<uint32_t> FragmentVectorIndex::Search(const float* query, size_t k) 
   const size_t dim = state_->dim;
   const faiss::IndexIVFFlat& index = *state_->index;
   k = std::min(k, size());
+  std::vector<uint32_t> labels;
+  if (k == 0) return labels;
   std::vector<float> prepared(dim);
   Prepare(state_->metric, query, dim, prepared.data());
   std::vector<float> distances(k);
   std::vector<faiss::Index::idx_t> found(k);
   faiss::SearchParametersIVF params;
   params.nprobe = std::min(state_->nprobe, index.nlist);
-  std::vector<uint32_t> labels;
-  while (true) {
-    index.search(1, prepared.data(), static_cast<faiss::Index::idx_t>(k), distances.data(),
-                 found.data(), &params);
-    labels.clear();
-    for (faiss::Index::idx_t label : found) {
-      if (label >= 0) labels.push_back(static_cast<uint32_t>(label));
+  std::vector<faiss::Index::idx_t> lists;
+  std::vector<float> list_distances;
+  try {
+    while (true) {
+      // IndexIVF::search would add to faiss's global, unguarded search statistics: assign
+      // the lists here and search them without statistics, so concurrent searches are safe.
+      lists.resize(params.nprobe);
+      list_distances.resize(params.nprobe);
+      index.quantizer->search(1, prepared.data(), static_cast<faiss::Index::idx_t>(params.nprobe),
+                              list_distances.data(), lists.data());
+      index.search_preassigned(1, prepared.data(), static_cast<faiss::Index::idx_t>(k),
+                               lists.data(), list_distances.data(), distances.data(), found.data(),
+                               /*store_pairs=*/false, &params, /*stats=*/nullptr);
+      labels.clear();
+      for (faiss::Index::idx_t label : found) {
+        if (label >= 0) labels.push_back(static_cast<uint32_t>(label));
+      }
+      // The probed lists held fewer than k rows: probe twice as many.
+      if (labels.size() >= k || params.nprobe >= index.nlist) return labels;
+      params.nprobe = std::min(index.nlist, params.nprobe * 2);
     }
-    // The probed lists held fewer than k rows: probe twice as many.
-    if (labels.size() >= k || params.nprobe >= index.nlist) return labels;
-    params.nprobe = std::min(index.nlist, params.nprobe * 2);
+  } catch (const std::exception&) {
+    // No candidates: the caller scores the fragment's eligible rows exactly.
+    return {};
   }
 }
 

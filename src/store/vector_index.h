@@ -25,8 +25,8 @@ inline constexpr std::string_view kVectorIndexExtension = "ivf";
 class FragmentVectorIndex {
  public:
   // Builds the index over offsets.size() vectors of `dim` floats (row r at vectors + r * dim,
-  // labelled offsets[r], each label once): options.lists k-means lists (0: sqrt(rows)), at
-  // most one per 39 rows.
+  // labelled offsets[r], each label once, every value finite): options.lists k-means lists
+  // (0: sqrt(rows)), at most one per 39 rows.
   static Result<std::unique_ptr<FragmentVectorIndex>> Build(DistanceMetric metric, size_t dim,
                                                             const float* vectors,
                                                             const std::vector<uint32_t>& offsets,
