@@ -308,7 +308,10 @@ struct RetrieveResult {
 };
 
 // The tokens of `text`: maximal runs of Unicode letters and numbers (categories L* and N*),
-// lowercased, in order, repeats kept.
+// each with the combining marks (M*) that follow its characters, lowercased and in Unicode
+// normalization form C (so a decomposed "e\u0301" and a precomposed "\u00e9" are one token),
+// in order, repeats kept. On NFC text (almost all text) this is the reference's tokenizer
+// (lowercase alphanumeric runs); on decomposed text the reference splits at each mark.
 std::vector<std::string> TextTokens(std::string_view text);
 
 enum class SearchMode {

@@ -82,6 +82,19 @@ TEST(ContextTextTokensTest, RunsOfLettersAndNumbersLowercased) {
   EXPECT_TRUE(TextTokens(" ,.;").empty());
 }
 
+// Tokens are in Unicode normalization form C: a letter with combining marks is one token,
+// equal to its precomposed form; a mark with no letter before it separates like punctuation.
+TEST(ContextTextTokensTest, CombiningMarksJoinTheirLetterAndTokensAreComposed) {
+  EXPECT_EQ(TextTokens("e\u0301cole E\u0301COLE \u00e9cole"),
+            (std::vector<std::string>{"\u00e9cole", "\u00e9cole", "\u00e9cole"}));
+  // Hangul jamo compose into the syllable.
+  EXPECT_EQ(TextTokens("\u1112\u1161\u11ab \ud55c"),
+            (std::vector<std::string>{"\ud55c", "\ud55c"}));
+  EXPECT_EQ(TextTokens("\u0301a b\u0301\u0327"),
+            (std::vector<std::string>{"a", TextTokens("b\u0327\u0301").front()}));
+  EXPECT_EQ(TextTokens("a\u0301").front(), "\u00e1");
+}
+
 // Tokens of lowercase ASCII pass through without a copy; a capital or a non-ASCII letter in
 // the middle of a token switches to the built path; both must give TextTokens' definition.
 TEST(ContextTextTokensTest, MixedCaseAndNonAsciiInsideTokens) {
