@@ -5,7 +5,8 @@ pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(HWY REQUIRED IMPORTED_TARGET libhwy)
 # libfaiss-dev (the context store's IVF vector index) ships a static library and no CMake or
-# pkg-config file: it needs OpenMP, BLAS and LAPACK linked after it.
+# pkg-config file: it needs OpenMP (GCC's libgomp, or libomp-dev for the clang presets), BLAS
+# and LAPACK linked after it.
 find_path(FAISS_INCLUDE_DIR faiss/IndexIVFFlat.h REQUIRED)
 find_library(FAISS_LIBRARY faiss REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
