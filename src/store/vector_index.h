@@ -40,7 +40,8 @@ class FragmentVectorIndex {
   ~FragmentVectorIndex();
 
   // Up to `k` labels (row offsets) near `query`, nearest first, from the `probes` lists whose
-  // centroids are nearest (more while those lists hold fewer than k rows). Thread safe.
+  // centroids are nearest (and further lists while those hold fewer than k rows). Thread
+  // safe.
   std::vector<uint32_t> Search(const float* query, size_t k) const;
   // The vector stored for `label` (the normalised one for cosine), or null.
   const float* Vector(uint32_t label) const;
