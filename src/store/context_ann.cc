@@ -354,6 +354,18 @@ Result<std::vector<table::FragmentInfo>> FragmentsToIndex(const StorageBase& bas
   return out;
 }
 
+Result<table::IndexSegmentInfo> WriteFragmentIndex(table::Table& table, std::string_view extension,
+                                                   const std::string& bytes, int64_t entries,
+                                                   uint32_t fragment) {
+  STRATA_ASSIGN_OR_RETURN(std::string path, table.WriteIndexFile(extension, bytes));
+  table::IndexSegmentInfo segment;
+  segment.path = std::move(path);
+  segment.size = static_cast<int64_t>(bytes.size());
+  segment.num_entries = entries;
+  segment.fragment_ids = {fragment};
+  return segment;
+}
+
 }  // namespace internal
 
 Result<int> ContextStore::IndexVectors() {
@@ -392,12 +404,10 @@ Result<int> ContextStore::IndexVectors() {
         std::unique_ptr<FragmentVectorIndex> ivf,
         FragmentVectorIndex::Build(metric_, dim, vectors.data(), offsets, vector_index_));
     STRATA_ASSIGN_OR_RETURN(std::string bytes, ivf->Serialize());
-    STRATA_ASSIGN_OR_RETURN(std::string path, table->WriteIndexFile(kVectorIndexExtension, bytes));
-    table::IndexSegmentInfo segment;
-    segment.path = std::move(path);
-    segment.size = static_cast<int64_t>(bytes.size());
-    segment.num_entries = static_cast<int64_t>(offsets.size());
-    segment.fragment_ids = {fragment.id};
+    STRATA_ASSIGN_OR_RETURN(
+        table::IndexSegmentInfo segment,
+        internal::WriteFragmentIndex(*table, kVectorIndexExtension, bytes,
+                                     static_cast<int64_t>(offsets.size()), fragment.id));
     built.push_back(std::move(segment));
   }
   if (built.empty()) return 0;

@@ -62,6 +62,12 @@ Result<std::vector<table::FragmentInfo>> FragmentsToIndex(const StorageBase& bas
                                                           std::string_view index_name,
                                                           int64_t min_rows);
 
+// Writes `bytes` as an index file of `table` and describes it as the segment covering
+// `fragment` with `entries` entries, for AddIndexSegments.
+Result<table::IndexSegmentInfo> WriteFragmentIndex(table::Table& table, std::string_view extension,
+                                                   const std::string& bytes, int64_t entries,
+                                                   uint32_t fragment);
+
 }  // namespace internal
 
 }  // namespace strata::store

@@ -54,12 +54,9 @@ Result<int> ContextStore::IndexText() {
     if (rows == 0) continue;
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<FragmentTextIndex> index, std::move(builder).Finish());
     const std::string bytes = index->Serialize();
-    STRATA_ASSIGN_OR_RETURN(std::string path, table->WriteIndexFile(kTextIndexExtension, bytes));
-    table::IndexSegmentInfo segment;
-    segment.path = std::move(path);
-    segment.size = static_cast<int64_t>(bytes.size());
-    segment.num_entries = rows;
-    segment.fragment_ids = {fragment.id};
+    STRATA_ASSIGN_OR_RETURN(
+        table::IndexSegmentInfo segment,
+        internal::WriteFragmentIndex(*table, kTextIndexExtension, bytes, rows, fragment.id));
     built.push_back(std::move(segment));
   }
   if (built.empty()) return 0;
