@@ -614,6 +614,7 @@ Result<std::optional<ScannedChannels>> ScanChannelsIndexed(
   }
   if (indexed.empty()) return std::nullopt;
   std::vector<uint32_t> indexed_ids;
+  indexed_ids.reserve(indexed.size());
   for (const auto& [id, fragment] : indexed) indexed_ids.push_back(id);
   std::vector<uint32_t> other_ids;
   for (const table::FragmentInfo& fragment : description.fragments) {
