@@ -27,6 +27,10 @@ find_package(FlatBuffers CONFIG REQUIRED)
 find_program(FLATC flatc REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(roaring CONFIG REQUIRED)
+# Boost.Beast and Boost.Asio (libboost-dev, header-only in 1.74): the HTTP server.
+find_package(Boost 1.74 REQUIRED)
+# SQLite (libsqlite3-dev): SQL over stores through virtual tables (src/sql).
+find_package(SQLite3 REQUIRED)
 if(STRATA_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
 endif()

@@ -35,14 +35,16 @@ set(STRATA_LAYER_VIEWS ${CMAKE_BINARY_DIR}/layers)
 
 # strata_library(NAME <layer> DEPS <targets...> [PRIVATE_DEPS <targets...>]
 #                [EXPORTED_HEADERS <layer>/a.h ...] [TEST_EXPORTED_HEADERS <layer>/b.h ...]
-#                [GENERATED <targets...>])
+#                [GENERATED <targets...>] [PUBLIC_API_ONLY])
 # Builds every *.cc in the current folder except tests, fuzzers and mains into strata_<layer>.
 # DEPS are the lower layers (strata::<layer>) and other libraries the layer's public headers
 # need. GENERATED are libraries of generated code (protobuf) whose headers the layer uses and,
 # with its EXPORTED_HEADERS, the layers above it. An exported header must only include
-# headers of its own layer that are exported too (checked here).
+# headers of its own layer that are exported too (checked here). PUBLIC_API_ONLY makes an upper
+# layer (server, sql) that sees include/strata and its own folder only, as the CLI does: no
+# header a lower layer exports to the layers above it.
 function(strata_library)
-  cmake_parse_arguments(ARG ""
+  cmake_parse_arguments(ARG "PUBLIC_API_ONLY"
     "NAME" "DEPS;PRIVATE_DEPS;EXTRA_SOURCES;EXPORTED_HEADERS;TEST_EXPORTED_HEADERS;GENERATED"
     ${ARGN})
   set(_layer ${ARG_NAME})
@@ -54,6 +56,9 @@ function(strata_library)
   # The lower layers this one may see into: its strata DEPS and everything they may see.
   set(_lower "")
   foreach(_dep IN LISTS ARG_DEPS)
+    if(ARG_PUBLIC_API_ONLY)
+      break()
+    endif()
     if(_dep MATCHES "^strata(::|_)([a-z]+)$")
       get_property(_known GLOBAL PROPERTY STRATA_LAYER_LOWER_${CMAKE_MATCH_2} SET)
       if(_known)

@@ -156,6 +156,16 @@ class JsonLinesReader {
 Status AppendRowsToJsonLines(const RecordBatch& batch, std::string* out,
                              const JsonWriteOptions& options = {});
 
+// The text forms the codec uses for single values, for callers that build JSON themselves (the
+// server's request and response bodies): strict padded Base64 (RFC 4648) for bytes, and RFC
+// 3339 for timestamps (FormatTimestamp writes UTC with six fraction digits; ParseTimestamp
+// reads what the codec reads for a timestamp[us] column). Parse errors are InvalidArgument
+// quoting the text.
+std::string Base64Encode(std::string_view bytes);
+Result<std::string> Base64Decode(std::string_view text);
+std::string FormatTimestamp(int64_t micros_since_epoch);
+Result<int64_t> ParseTimestamp(std::string_view text);
+
 // The batch as JSON Lines with default options. Invalid UTF-8 in utf8 values (which a
 // validated batch cannot hold) is written as U+FFFD instead of failing.
 std::string BatchToJsonLines(const RecordBatch& batch);
