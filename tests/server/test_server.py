@@ -1,0 +1,175 @@
+"""Server behaviour around the routes: health, metrics, auth, unknown routes, body limits and
+timeouts, drain on SIGTERM, several instances on one data directory."""
+
+import os
+import signal
+import socket
+import time
+
+from conftest import Server
+
+
+def test_health_and_metrics(server):
+    for path in ("/health", "/api/v1/health"):
+        r = server.get(path)
+        assert r.status == 200 and r.json() == {"status": "ok"}
+    server.get("/api/v1/rollouts")
+    metrics = server.get("/metrics")
+    assert metrics.headers["Content-Type"].startswith("text/plain")
+    text = metrics.body.decode()
+    assert 'strata_http_requests_total{method="GET",route="/api/v1/rollouts",status="200"}' in text
+    assert "strata_http_request_duration_seconds_bucket" in text
+    assert "strata_maintenance_stores" in text
+
+
+def test_unknown_route_and_method(server):
+    r = server.get("/api/v1/nothing")
+    assert r.status == 404 and r.error_code() == "NOT_FOUND"
+    r = server.request("PATCH", "/api/v1/rollouts")
+    assert r.status == 405
+
+
+def test_auth_token(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret\n")
+    s = Server(str(tmp_path / "data"), args=["--auth-token-file", str(token_file)])
+    try:
+        assert s.get("/health").status == 200  # open
+        r = s.get("/api/v1/rollouts")
+        assert r.status == 401 and r.json()["error"]["message"] == "unauthorized"
+        assert s.get("/api/v1/rollouts", token="wrong").status == 401
+        assert s.get("/api/v1/rollouts", token="s3cre").status == 401
+        assert s.get("/metrics").status == 401
+        assert s.get("/api/v1/rollouts", token="s3cret").status == 200
+    finally:
+        assert s.stop() == 0
+
+
+def raw_request(port, head: bytes, body_parts=(), pause=0.0, timeout=30):
+    """Sends `head` then each body part after `pause` seconds; returns the response bytes."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        sock.sendall(head)
+        for part in body_parts:
+            time.sleep(pause)
+            sock.sendall(part)
+        data = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            if b"\r\n\r\n" in data:
+                header, _, rest = data.partition(b"\r\n\r\n")
+                length = 0
+                for line in header.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                if len(rest) >= length:
+                    break
+        return data
+    finally:
+        sock.close()
+
+
+def test_declared_body_over_the_limit_is_413_before_reading(server):
+    server.post("/api/v1/rollouts", {"name": "big"})
+    head = (b"POST /api/v1/rollouts/big/records HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 2147483648\r\n\r\n")
+    resp = raw_request(server.port, head)
+    assert resp.startswith(b"HTTP/1.1 413"), resp[:200]
+    head = (b"POST /api/v1/datagen HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 300000000\r\n\r\n")
+    assert raw_request(server.port, head).startswith(b"HTTP/1.1 413")
+
+
+def test_stalled_body_gets_408_and_progressing_body_succeeds(tmp_path):
+    s = Server(str(tmp_path / "data"), args=["--body-idle-timeout", "1"])
+    try:
+        s.post("/api/v1/rollouts", {"name": "t"})
+        body = b'{"records": [{"id": "a", "rollout_id": "r"}]}'
+        head = (b"POST /api/v1/rollouts/t/records?flush=1 HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+        resp = raw_request(s.port, head, [body[:10]])
+        assert resp.startswith(b"HTTP/1.1 408"), resp[:300]
+        assert b"request body idle timeout" in resp
+        assert s.get("/api/v1/rollouts/t/records/a").json()["record"] is None
+        # Five pieces 0.4 s apart: 2 s in all, longer than the idle limit, never idle past it.
+        pieces = [body[i:i + 10] for i in range(0, len(body), 10)]
+        resp = raw_request(s.port, head, pieces, pause=0.4)
+        assert resp.startswith(b"HTTP/1.1 201"), resp[:300]
+        assert s.get("/api/v1/rollouts/t/records/a").json()["record"]["id"] == "a"
+        assert "strata_http_request_body_timeouts_total 1" in s.get("/metrics").body.decode()
+    finally:
+        assert s.stop() == 0
+
+
+def test_client_killed_mid_upload_writes_nothing(server):
+    server.post("/api/v1/rollouts", {"name": "k"})
+    body = b'{"records": [{"id": "a", "rollout_id": "r"}]}'
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.sendall(b"POST /api/v1/rollouts/k/records?flush=1 HTTP/1.1\r\nHost: x\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+                 + body[:-5])
+    sock.close()
+    # The next request on a fresh connection is answered after the broken one was dropped.
+    assert server.get("/api/v1/rollouts/k/records").json()["records"] == []
+
+
+def test_sigterm_seals_deferred_rows(tmp_path):
+    data = str(tmp_path / "data")
+    s = Server(data, args=["--flush-interval", "3600"])
+    s.post("/api/v1/rollouts", {"name": "d"})
+    for i in range(20):
+        r = s.post("/api/v1/rollouts/d/records", {"records": [{"id": f"r{i}", "rollout_id": "x"}]})
+        assert r.status == 201
+    assert s.get("/api/v1/rollouts/d/records").json()["records"] == []
+    assert s.stop(signal.SIGTERM) == 0, s.output()
+    assert "draining" in s.output()
+    s2 = Server(data, args=["--flush-interval", "3600"])
+    try:
+        got = s2.get("/api/v1/rollouts/d/records").json()["records"]
+        assert sorted(r["id"] for r in got) == sorted(f"r{i}" for i in range(20))
+    finally:
+        assert s2.stop(signal.SIGINT) == 0
+
+
+def test_two_instances_write_disjoint_shards_of_one_store(tmp_path):
+    data = str(tmp_path / "data")
+    a = Server(data, args=["--instance-id", "a"])
+    b = Server(data, args=["--instance-id", "b"])
+    try:
+        assert a.post("/api/v1/rollouts", {"name": "shared"}).status == 201
+        assert b.post("/api/v1/rollouts", {"name": "shared"}).status == 409
+        for i in range(10):
+            assert a.post("/api/v1/rollouts/shared/records?flush=1",
+                          {"records": [{"id": f"a{i}", "rollout_id": "x"}]}).status == 201
+            assert b.post("/api/v1/rollouts/shared/records?flush=1",
+                          {"records": [{"id": f"b{i}", "rollout_id": "x"}]}).status == 201
+        for s in (a, b):
+            got = s.get("/api/v1/rollouts/shared/records").json()["records"]
+            assert len(got) == 20
+        # Each merges its own shard; the other still reads everything.
+        assert a.post("/api/v1/internal/merge-wal/shared").status == 200
+        assert b.post("/api/v1/internal/merge-wal/shared").status == 200
+        assert len(a.get("/api/v1/rollouts/shared/records").json()["records"]) == 20
+        assert b.get("/api/v1/rollouts/shared/records/a3").json()["record"]["id"] == "a3"
+    finally:
+        assert a.stop() == 0 and b.stop() == 0
+
+
+def test_environment_configures_the_server(tmp_path):
+    data = str(tmp_path / "data")
+    s = Server(data, env={"INSTANCE_ID": "from-env", "ROLLOUT_MAX_INFLIGHT_BLOB_BYTES": "10"})
+    try:
+        assert s.get("/health").status == 200
+    finally:
+        assert s.stop() == 0
+    assert "instance 'from-env'" in s.output()
+    bad = os.path.join(str(tmp_path), "bad")
+    import subprocess
+    from conftest import STRATA
+    p = subprocess.run([STRATA, "serve", "--data-dir", bad, "--port", "0"],
+                       env={**os.environ, "ROLLOUT_FLUSH_INTERVAL_SECS": "soon"},
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "ROLLOUT_FLUSH_INTERVAL_SECS='soon'" in p.stderr
