@@ -24,6 +24,16 @@ inline constexpr uint64_t kRolloutBodyLimit = 1024 * kMiB;
 inline constexpr uint64_t kGenericBodyLimit = 1024 * kMiB;
 inline constexpr uint64_t kDatagenBodyLimit = 256 * kMiB;
 
+// The path segment of each store kind under /api/v1.
+struct KindPath {
+  StoreKind kind;
+  const char* segment;
+};
+inline constexpr KindPath kKindPaths[] = {{StoreKind::kContext, "contexts"},
+                                          {StoreKind::kRollout, "rollouts"},
+                                          {StoreKind::kDatagen, "datagen"},
+                                          {StoreKind::kGeneric, "generic"}};
+
 struct RouteContext {
   ServerState& state;
   HttpRequest& request;
@@ -90,6 +100,8 @@ void AddContextRoutes(Router& router);
 void AddRolloutRoutes(Router& router);
 void AddDatagenRoutes(Router& router);
 void AddGenericRoutes(Router& router);
-void AddStoreAdminRoutes(Router& router);  // stats, replication, SQL, internal merge-wal
+void AddStoreAdminRoutes(Router& router);  // version, checkout, compaction, stats, merge-wal
+void AddReplicationRoutes(Router& router);
+void AddSqlRoutes(Router& router);
 
 }  // namespace strata::server

@@ -11,16 +11,6 @@ namespace strata::server {
 
 namespace {
 
-// The path segment of each kind under /api/v1.
-struct KindPath {
-  StoreKind kind;
-  const char* segment;
-};
-constexpr KindPath kKindPaths[] = {{StoreKind::kContext, "contexts"},
-                                   {StoreKind::kRollout, "rollouts"},
-                                   {StoreKind::kDatagen, "datagen"},
-                                   {StoreKind::kGeneric, "generic"}};
-
 Json TimestampOrNull(const std::optional<int64_t>& micros) {
   return micros ? Json(json::FormatTimestamp(*micros)) : Json(nullptr);
 }

@@ -141,6 +141,7 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   AddDatagenRoutes(s->router);
   AddGenericRoutes(s->router);
   AddStoreAdminRoutes(s->router);
+  AddReplicationRoutes(s->router);
 
   const ServerOptions& o = s->state->options();
   HttpServerOptions http;

@@ -427,6 +427,30 @@ Result<store::StorageBase*> ServerState::Base(StoreKind kind, std::string_view n
   return Status::InvalidArgument("unknown store kind");
 }
 
+void ServerState::RefreshOpenHandle(StoreKind kind, std::string_view name) {
+  const std::string key(name);
+  // A handle pinned by a checkout stays where the client put it.
+  auto refresh = [](const auto& handle) {
+    return handle != nullptr && !handle->base().pinned() ? handle->RefreshLatest() : Status::OK();
+  };
+  Status s;
+  switch (kind) {
+    case StoreKind::kContext:
+      s = refresh(contexts_.Peek(key));
+      break;
+    case StoreKind::kRollout:
+      s = refresh(rollouts_.Peek(key));
+      break;
+    case StoreKind::kDatagen:
+      s = refresh(datagens_.Peek(key));
+      break;
+    case StoreKind::kGeneric:
+      s = refresh(generics_.Peek(key));
+      break;
+  }
+  if (!s.ok()) spdlog::warn("refreshing {} '{}': {}", KindName(kind), name, s.ToString());
+}
+
 Status ServerState::CloseAll() {
   Status first;
   auto close_all = [&](auto& cache, StoreKind kind) {

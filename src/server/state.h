@@ -117,6 +117,13 @@ class HandleCache {
     return handle;
   }
 
+  // The open handle of `name`, or null; does not change the LRU order.
+  std::shared_ptr<Store> Peek(const std::string& name) const {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(name);
+    return it == index_.end() ? nullptr : it->second->second;
+  }
+
   std::vector<std::pair<std::string, std::shared_ptr<Store>>> Snapshot() const {
     std::lock_guard lock(mu_);
     return {lru_.begin(), lru_.end()};
@@ -163,6 +170,7 @@ class ServerState {
   const ServerOptions& options() const { return options_; }
   int64_t NowMicros() const { return options_.now_micros(); }
   ObjectStore& objects() { return *objects_; }
+  const std::shared_ptr<ObjectStore>& shared_objects() const { return objects_; }
   Registry& registry() { return registry_; }
   BlobBudget& blob_budget() { return blob_budget_; }
   ConcurrencyLimit& merge_limit() { return merge_limit_; }
@@ -195,6 +203,10 @@ class ServerState {
   // The StorageBase of any kind's open handle, kept alive by `keep`.
   Result<store::StorageBase*> Base(StoreKind kind, std::string_view name,
                                    std::shared_ptr<void>* keep);
+
+  // Moves the open handle of the store, if any, to the newest base version (after a commit
+  // made outside it, such as a replication apply). Errors are logged.
+  void RefreshOpenHandle(StoreKind kind, std::string_view name);
 
   // Closes every open handle (sealing); the first error.
   Status CloseAll();

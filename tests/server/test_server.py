@@ -173,3 +173,46 @@ def test_environment_configures_the_server(tmp_path):
                        env={**os.environ, "ROLLOUT_FLUSH_INTERVAL_SECS": "soon"},
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "ROLLOUT_FLUSH_INTERVAL_SECS='soon'" in p.stderr
+
+
+def test_replication_between_two_servers(tmp_path):
+    src = Server(str(tmp_path / "src"))
+    dst = Server(str(tmp_path / "dst"))
+    try:
+        src.post("/api/v1/rollouts", {"name": "exp"})
+        src.post("/api/v1/rollouts/exp/records?flush=1",
+                 {"records": [{"id": f"r{i}", "rollout_id": "x"} for i in range(10)]})
+
+        def ship(body):
+            r = src.post("/api/v1/rollouts/exp/replicate/export", body)
+            assert r.status == 200, r
+            report = r.json()
+            for b in report["bundles"]:
+                data = src.get(f"/api/v1/rollouts/exp/replicate/bundles/{b['key']}").body
+                assert len(data) == b["bytes"]
+                a = dst.request("POST", "/api/v1/rollouts/exp/replicate/apply", body=data,
+                                headers={"Content-Type": "application/octet-stream"})
+                assert a.status == 200, a
+            return report, data
+
+        report, first = ship({"full": True, "consumer": "dst"})
+        assert report["rows"] == 10
+        got = dst.get("/api/v1/rollouts/exp/records").json()["records"]
+        assert len(got) == 10
+        src.post("/api/v1/rollouts/exp/records?flush=1",
+                 {"records": [{"id": "r10", "rollout_id": "x"}]})
+        report, _ = ship({"since": report["to"]["cursor"], "consumer": "dst"})
+        assert report["rows"] == 1
+        assert dst.get("/api/v1/rollouts/exp/records/r10").json()["record"]["id"] == "r10"
+        # Replaying an old bundle is refused and changes nothing.
+        r = dst.request("POST", "/api/v1/rollouts/exp/replicate/apply", body=first,
+                        headers={"Content-Type": "application/octet-stream"})
+        assert r.status == 409 and r.error_code() == "REPLICATION_REFUSED", r
+        status = dst.get("/api/v1/rollouts/exp/replicate/status").json()
+        assert status["replica"]["state"]["cursor"] == report["to"]["cursor"]
+        assert src.get("/api/v1/rollouts/exp/replicate/status").json()["source"]["consumers"]
+        # A replica refuses writes.
+        r = dst.post("/api/v1/rollouts/exp/records", {"records": [{"id": "w", "rollout_id": "x"}]})
+        assert r.status == 400, r
+    finally:
+        assert src.stop() == 0 and dst.stop() == 0
