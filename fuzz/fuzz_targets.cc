@@ -7,10 +7,9 @@ namespace strata::fuzz {
 namespace {
 
 constexpr std::array kTargets = {
-    FuzzTarget{"ipc_stream_fuzz", FuzzIpcStream},
-    FuzzTarget{"ipc_file_fuzz", FuzzIpcFile},
-    FuzzTarget{"expr_parse_fuzz", FuzzExprParse},
-    FuzzTarget{"bundle_fuzz", FuzzBundle},
+    FuzzTarget{"ipc_stream_fuzz", FuzzIpcStream},   FuzzTarget{"ipc_file_fuzz", FuzzIpcFile},
+    FuzzTarget{"expr_parse_fuzz", FuzzExprParse},   FuzzTarget{"bundle_fuzz", FuzzBundle},
+    FuzzTarget{"server_body_fuzz", FuzzServerBody},
 };
 
 }  // namespace

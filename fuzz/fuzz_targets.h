@@ -40,4 +40,8 @@ Status FuzzExprParse(std::span<const uint8_t> data);
 // checks the decoded header, sections and chain state agree.
 Status FuzzBundle(std::span<const uint8_t> data);
 
+// Parses an HTTP request body of a write route (first byte: which) or a multipart body (first
+// byte >= 0xf0) and checks that what parses writes back to JSON that round-trips.
+Status FuzzServerBody(std::span<const uint8_t> data);
+
 }  // namespace strata::fuzz
