@@ -22,6 +22,19 @@ std::string RegistryKey(StoreKind kind, std::string_view name) {
 
 Status UnlessNotFound(Status status) { return status.IsNotFound() ? Status::OK() : status; }
 
+// A store opened by this server claims its shard at once: the writer replays the shard's WAL
+// and publishes what it replays, so rows acknowledged before a crash (or before a restart
+// without a clean shutdown) are readable without waiting for the next write. A replica has
+// no writer: it is opened for reading only.
+template <typename Store>
+Result<std::unique_ptr<Store>> ClaimShard(Result<std::unique_ptr<Store>> opened) {
+  if (!opened.ok()) return opened;
+  store::StorageBase& base = (*opened)->base();
+  Status claimed = base.OpenWriter();
+  if (!claimed.ok() && !claimed.IsInvalidArgument()) return claimed;
+  return opened;
+}
+
 }  // namespace
 
 std::string_view KindName(StoreKind kind) {
@@ -238,8 +251,9 @@ Result<std::shared_ptr<store::ContextStore>> ServerState::Context(std::string_vi
         STRATA_RETURN_IF_ERROR(CheckRegistered(StoreKind::kContext, name));
         store::ContextStoreOptions o;
         o.base = BaseOptions(StoreKind::kContext, name);
-        return store::ContextStore::Open(objects_, StorePrefix(StoreKind::kContext, name),
-                                         std::move(o), /*create_if_missing=*/false);
+        return ClaimShard(store::ContextStore::Open(objects_,
+                                                    StorePrefix(StoreKind::kContext, name),
+                                                    std::move(o), /*create_if_missing=*/false));
       },
       &hit);
   if (handle.ok()) CountCache(StoreKind::kContext, hit);
@@ -254,8 +268,9 @@ Result<std::shared_ptr<store::RolloutStore>> ServerState::Rollout(std::string_vi
         STRATA_RETURN_IF_ERROR(CheckRegistered(StoreKind::kRollout, name));
         store::RolloutStoreOptions o;
         o.base = BaseOptions(StoreKind::kRollout, name);
-        return store::RolloutStore::Open(objects_, StorePrefix(StoreKind::kRollout, name),
-                                         std::move(o), /*create_if_missing=*/false);
+        return ClaimShard(store::RolloutStore::Open(objects_,
+                                                    StorePrefix(StoreKind::kRollout, name),
+                                                    std::move(o), /*create_if_missing=*/false));
       },
       &hit);
   if (handle.ok()) CountCache(StoreKind::kRollout, hit);
@@ -270,8 +285,9 @@ Result<std::shared_ptr<store::DatagenStore>> ServerState::Datagen(std::string_vi
         STRATA_RETURN_IF_ERROR(CheckRegistered(StoreKind::kDatagen, name));
         store::DatagenStoreOptions o;
         o.base = BaseOptions(StoreKind::kDatagen, name);
-        return store::DatagenStore::Open(objects_, StorePrefix(StoreKind::kDatagen, name),
-                                         std::move(o), /*create_if_missing=*/false);
+        return ClaimShard(store::DatagenStore::Open(objects_,
+                                                    StorePrefix(StoreKind::kDatagen, name),
+                                                    std::move(o), /*create_if_missing=*/false));
       },
       &hit);
   if (handle.ok()) CountCache(StoreKind::kDatagen, hit);
@@ -286,8 +302,8 @@ Result<std::shared_ptr<store::GenericStore>> ServerState::Generic(std::string_vi
         STRATA_RETURN_IF_ERROR(CheckRegistered(StoreKind::kGeneric, name));
         store::GenericStoreOptions o;
         o.base = BaseOptions(StoreKind::kGeneric, name);
-        return store::GenericStore::OpenExisting(objects_, StorePrefix(StoreKind::kGeneric, name),
-                                                 std::move(o));
+        return ClaimShard(store::GenericStore::OpenExisting(
+            objects_, StorePrefix(StoreKind::kGeneric, name), std::move(o)));
       },
       &hit);
   if (handle.ok()) CountCache(StoreKind::kGeneric, hit);
