@@ -142,6 +142,7 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   AddGenericRoutes(s->router);
   AddStoreAdminRoutes(s->router);
   AddReplicationRoutes(s->router);
+  AddSqlRoutes(s->router);
 
   const ServerOptions& o = s->state->options();
   HttpServerOptions http;

@@ -216,3 +216,27 @@ def test_replication_between_two_servers(tmp_path):
         assert r.status == 400, r
     finally:
         assert src.stop() == 0 and dst.stop() == 0
+
+
+def test_sql_route(server):
+    server.post("/api/v1/rollouts", {"name": "q"})
+    recs = [{"id": f"r{i}", "rollout_id": f"t{i % 3}", "reward": i / 2} for i in range(30)]
+    assert server.post("/api/v1/rollouts/q/records?flush=1", {"records": recs}).status == 201
+    r = server.post("/api/v1/rollouts/q/sql", {
+        "sql": "select rollout_id, count(*) as n from records group by rollout_id order by 1"})
+    assert r.status == 200, r
+    assert r.json() == {"columns": ["rollout_id", "n"],
+                        "rows": [["t0", 10], ["t1", 10], ["t2", 10]],
+                        "row_count": 3, "truncated": False}
+    r = server.post("/api/v1/rollouts/q/sql",
+                    {"sql": "WITH x AS (SELECT id FROM records) SELECT * FROM x", "max_rows": 7})
+    assert r.json()["row_count"] == 7 and r.json()["truncated"] is True
+    r = server.post("/api/v1/rollouts/q/sql", {
+        "sql": "SELECT a.id FROM records a JOIN records b ON a.id = b.id WHERE a.reward > 14"})
+    assert r.json()["rows"] == [["r29"]], r
+    for bad in ("DELETE FROM records", "DROP TABLE records", "SELECT 1; SELECT 2",
+                "ATTACH DATABASE 'x.db' AS x", "PRAGMA table_info(records)",
+                "INSERT INTO records(id) VALUES ('z')"):
+        r = server.post("/api/v1/rollouts/q/sql", {"sql": bad})
+        assert r.status == 400 and r.error_code() == "INVALID_REQUEST", (bad, r)
+    assert server.post("/api/v1/rollouts/nope/sql", {"sql": "SELECT 1"}).status == 404
