@@ -8,6 +8,7 @@
 #include "generic_commands.h"
 #include "replicate_commands.h"
 #include "rollout_commands.h"
+#include "sql_commands.h"
 #include "table_commands.h"
 
 int main(int argc, char** argv) {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   strata::cli::AddDatagenCommands(app, &exit_code);
   strata::cli::AddContextCommands(app, &exit_code);
   strata::cli::AddReplicateCommands(app, &exit_code);
+  strata::cli::AddSqlCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
