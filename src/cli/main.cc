@@ -9,6 +9,7 @@
 #include "replicate_commands.h"
 #include "rollout_commands.h"
 #include "serve_command.h"
+#include "sql_commands.h"
 #include "table_commands.h"
 
 int main(int argc, char** argv) {
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   strata::cli::AddDatagenCommands(app, &exit_code);
   strata::cli::AddContextCommands(app, &exit_code);
   strata::cli::AddReplicateCommands(app, &exit_code);
+  strata::cli::AddSqlCommands(app, &exit_code);
   strata::cli::AddServeCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
