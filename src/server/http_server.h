@@ -47,7 +47,7 @@ struct HttpResponse {
   // When set, the body is these bytes, written in stream_chunk_bytes pieces (with a
   // Content-Length) instead of `body`.
   std::shared_ptr<const std::string> stream;
-  size_t stream_chunk_bytes = 256 * 1024;
+  size_t stream_chunk_bytes = size_t{256} * 1024;
   // Released once the response is written or the connection is gone (a blob budget
   // reservation for a download).
   std::shared_ptr<void> hold;
