@@ -24,8 +24,9 @@
 //
 // Refused with InvalidArgument, before anything is read: more or less than one statement;
 // anything but a read-only SELECT / WITH / VALUES (DML, DDL, PRAGMA, ATTACH, transactions,
-// EXPLAIN); reads of any table but `records` (sqlite_schema included). A statement SQLite
-// cannot prepare (syntax, unknown column) is InvalidArgument with SQLite's message.
+// EXPLAIN); reads of any table but `records` and SQLite's JSON table functions json_each and
+// json_tree (sqlite_schema and pragma_* included). A statement SQLite cannot prepare (syntax,
+// unknown column) is InvalidArgument with SQLite's message.
 //
 // Thread safety: the functions are reentrant; each call uses its own SQLite connection. The
 // StorageBase must stay open for the whole call (it is read concurrently by the scan threads,

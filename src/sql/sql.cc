@@ -220,6 +220,12 @@ bool OnlySpace(std::string_view text) {
 
 // Prepares `sql` as exactly one read-only SELECT; InvalidArgument otherwise.
 Result<Statement> Prepare(sqlite3* db, std::string_view sql, Authorization* authorization) {
+  if (sql.size() > static_cast<size_t>(sqlite3_limit(db, SQLITE_LIMIT_SQL_LENGTH, -1))) {
+    return Status::InvalidArgument(fmt::format("the SQL text is too long ({} bytes, at most {})",
+                                               sql.size(),
+                                               sqlite3_limit(db, SQLITE_LIMIT_SQL_LENGTH, -1)));
+  }
+  if (OnlySpace(sql)) return Refused("no statement (the text is empty or a comment)");
   sqlite3_stmt* raw = nullptr;
   const char* tail = nullptr;
   int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), 0, &raw, &tail);

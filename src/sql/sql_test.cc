@@ -84,6 +84,10 @@ TEST_F(SqlTest, AcceptsLowercaseCteGroupByJoinAndTrailingComments) {
               ElementsAre("\"b-c\""));
   EXPECT_THAT(Column0("SELECT column1 FROM (VALUES (1), (2)) ORDER BY 1; -- done\n ;"),
               ElementsAre("1", "2"));
+  // SQLite's JSON table functions take list columns apart.
+  EXPECT_THAT(
+      Column0("SELECT group_concat(j.value, '+') FROM records, json_each(records.tags) AS j"),
+      ElementsAre("\"x+y\""));
   EXPECT_THAT(Column0("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
                       "SELECT x FROM c LIMIT 3"),
               ElementsAre("1", "2", "3"));
