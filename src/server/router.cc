@@ -148,6 +148,18 @@ Result<std::optional<int64_t>> QueryInt(const RouteContext& ctx, std::string_vie
   return std::optional<int64_t>(value);
 }
 
+std::vector<std::string> SplitCommaList(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    if (!item.empty()) out.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
 namespace {
 
 std::string TypeName(const Json& v) { return v.type_name(); }

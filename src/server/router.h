@@ -88,6 +88,9 @@ Result<Json> ParseJsonBody(const HttpRequest& request);
 Result<bool> QueryBool(const RouteContext& ctx, std::string_view name, bool fallback);
 Result<std::optional<int64_t>> QueryInt(const RouteContext& ctx, std::string_view name);
 
+// "a,b,,c" -> {"a", "b", "c"} (query lists such as ?columns= and ?ids=; empty items dropped).
+std::vector<std::string> SplitCommaList(std::string_view text);
+
 // Optional typed members of a JSON object (absent or null -> nullopt); InvalidArgument naming
 // the member for a wrong type.
 Result<std::optional<std::string>> OptString(const Json& object, std::string_view key);

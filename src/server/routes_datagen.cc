@@ -120,16 +120,7 @@ Result<HttpResponse> Overview(RouteContext& ctx) {
 
 Result<HttpResponse> RootStatus(RouteContext& ctx) {
   std::vector<std::string> ids;
-  if (const QueryParam* p = ctx.Query("ids"); p != nullptr) {
-    std::string_view text = p->value;
-    while (!text.empty()) {
-      const size_t comma = text.find(',');
-      std::string_view id = text.substr(0, comma);
-      if (!id.empty()) ids.emplace_back(id);
-      if (comma == std::string_view::npos) break;
-      text.remove_prefix(comma + 1);
-    }
-  }
+  if (const QueryParam* p = ctx.Query("ids"); p != nullptr) ids = SplitCommaList(p->value);
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<DatagenStore> s, Open(ctx));
   using Statuses = std::map<std::string, std::optional<store::DatagenItemStatus>>;
   STRATA_ASSIGN_OR_RETURN(Statuses statuses, RefreshingOnMiss<Statuses>(

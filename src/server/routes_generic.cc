@@ -120,23 +120,11 @@ Result<HttpResponse> ListRows(RouteContext& ctx) {
   return RawJson(200, fmt::format(R"({{"rows":{}}})", rows));
 }
 
-std::vector<std::string> SplitColumns(std::string_view text) {
-  std::vector<std::string> out;
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    std::string_view c = text.substr(0, comma);
-    if (!c.empty()) out.emplace_back(c);
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
-
 Result<HttpResponse> GetRow(RouteContext& ctx) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<GenericStore> s, Open(ctx));
   const std::string& id = ctx.Param("id");
   std::vector<std::string> columns;
-  if (const QueryParam* c = ctx.Query("columns"); c != nullptr) columns = SplitColumns(c->value);
+  if (const QueryParam* c = ctx.Query("columns"); c != nullptr) columns = SplitCommaList(c->value);
   STRATA_ASSIGN_OR_RETURN(RecordBatch row, s->Get(id, columns));
   if (row.num_rows() == 0 && !s->base().pinned()) {
     STRATA_RETURN_IF_ERROR(s->RefreshLatest());
