@@ -77,6 +77,13 @@ struct HttpServer::State {
 
 namespace {
 
+// Printable ASCII (and tab) of a sane length: safe to put in a response header.
+bool IsSafeHeaderValue(std::string_view value) {
+  if (value.size() > 255) return false;
+  return std::all_of(value.begin(), value.end(),
+                     [](char c) { return c == '\t' || (c >= 0x20 && c < 0x7f); });
+}
+
 HttpResponse PlainError(int status, std::string code, std::string message) {
   HttpResponse r;
   r.status = status;
@@ -167,6 +174,9 @@ class Session : public std::enable_shared_from_this<Session> {
                                     *header_parser_->content_length(), admission.body_limit)));
       return;
     }
+    // Admitted: the drain waits for this request from now on, while its body is read too.
+    server_->BeginRequest();
+    counted_ = true;
     handler_ = std::move(admission.handler);
     body_parser_.emplace(std::move(*header_parser_));
     header_parser_.reset();
@@ -227,8 +237,15 @@ class Session : public std::enable_shared_from_this<Session> {
       Finish(PlainError(408, "REQUEST_TIMEOUT", "request body idle timeout"));
       return;
     }
+    if (ec && ec.category() == http::make_error_code(http::error::bad_chunk).category()) {
+      // A malformed body (bad chunk framing, ...): nothing was handled.
+      keep_alive_ = false;
+      Finish(PlainError(400, "INVALID_REQUEST",
+                        fmt::format("malformed request body: {}", ec.message())));
+      return;
+    }
     if (ec) {
-      // The client went away (or sent a broken body): nothing was handled.
+      // The client went away: nothing was handled.
       if (on_done_) on_done_(499, MonotonicSeconds() - started_);
       Close();
       return;
@@ -240,7 +257,7 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_never();
     request_.body = std::move(body_parser_->get().body());
     body_parser_.reset();
-    server_->BeginRequest();
+    handler_running_ = true;
     asio::post(*server_->pool, [self = shared_from_this()] {
       HttpResponse response;
       try {
@@ -249,12 +266,19 @@ class Session : public std::enable_shared_from_this<Session> {
         spdlog::error("{} {}: handler threw: {}", self->request_.method, self->request_.path,
                       e.what());
         response = PlainError(500, "INTERNAL", "internal error");
+      } catch (...) {
+        spdlog::error("{} {}: handler threw", self->request_.method, self->request_.path);
+        response = PlainError(500, "INTERNAL", "internal error");
       }
       self->handler_ = nullptr;
       if (self->on_done_) self->on_done_(response.status, MonotonicSeconds() - self->started_);
       self->on_done_ = nullptr;
       asio::post(self->stream_.get_executor(), [self, r = std::move(response)]() mutable {
-        self->counted_ = true;
+        self->handler_running_ = false;
+        if (self->closed_) {
+          self->Release();  // the connection went away while the handler ran
+          return;
+        }
         self->WriteResponse(std::move(r));
       });
     });
@@ -268,6 +292,16 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void WriteResponse(HttpResponse response) {
+    try {
+      WriteResponseOrThrow(std::move(response));
+    } catch (const std::exception& e) {
+      // Beast refuses some header values (too long): end the connection, not the process.
+      spdlog::error("{} {}: writing the response: {}", request_.method, request_.path, e.what());
+      AfterWrite(asio::error::invalid_argument);
+    }
+  }
+
+  void WriteResponseOrThrow(HttpResponse response) {
     if (server_->draining.load()) keep_alive_ = false;
     hold_ = std::move(response.hold);
     stream_.expires_after(Millis(server_->options.write_idle_timeout_seconds));
@@ -299,7 +333,12 @@ class Session : public std::enable_shared_from_this<Session> {
   template <class Message>
   void SetHeaders(Message* res, const HttpResponse& response) {
     res->set(http::field::server, "strata");
-    if (!response.content_type.empty()) res->set(http::field::content_type, response.content_type);
+    if (!response.content_type.empty()) {
+      // A content type stored with a record is user input: never let it split the header.
+      res->set(http::field::content_type, IsSafeHeaderValue(response.content_type)
+                                              ? response.content_type
+                                              : std::string("application/octet-stream"));
+    }
     for (const auto& [name, value] : response.headers) res->set(name, value);
     res->keep_alive(keep_alive_);
   }
@@ -331,26 +370,35 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_response_.reset();
     stream_data_.reset();
     hold_.reset();
-    const bool counted = counted_;
-    counted_ = false;
     if (ec || !keep_alive_) {
       Close();
     } else {
       ReadHeader();
     }
-    if (counted) server_->EndRequest();
+    Release();
+  }
+
+  // Ends the request's in-flight count (once).
+  void Release() {
+    if (!counted_) return;
+    counted_ = false;
+    server_->EndRequest();
   }
 
   void Close() {
-    if (closed_) return;
-    closed_ = true;
-    beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.close();
+    if (!closed_) {
+      closed_ = true;
+      beast::error_code ec;
+      stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+      stream_.close();
+    }
+    // A running handler keeps the count until it returns (see Dispatch).
+    if (!handler_running_) Release();
   }
 
  public:
   ~Session() {
+    Release();
     std::lock_guard lock(server_->mu);
     server_->sessions.erase(this);
   }
@@ -373,7 +421,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool keep_alive_ = true;
   bool busy_ = false;
   bool closed_ = false;
-  bool counted_ = false;  // the request holds an in-flight count until its response is written
+  // The request holds an in-flight count from its admission until its response is written or
+  // its connection is gone with no handler running.
+  bool counted_ = false;
+  bool handler_running_ = false;
   std::shared_ptr<void> hold_;
   std::shared_ptr<const std::string> stream_data_;
   size_t stream_chunk_ = 0;
@@ -443,7 +494,17 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options,
   state->pool = std::make_unique<asio::thread_pool>(std::max(1, o.worker_threads));
   state->Accept();
   for (int i = 0; i < std::max(1, o.io_threads); ++i) {
-    state->io_threads.emplace_back([s = state.get()] { s->ioc.run(); });
+    state->io_threads.emplace_back([s = state.get()] {
+      // An exception escaping a completion handler is logged; the thread keeps serving.
+      while (true) {
+        try {
+          s->ioc.run();
+          return;
+        } catch (const std::exception& e) {
+          spdlog::error("I/O thread: {}", e.what());
+        }
+      }
+    });
   }
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(state)));
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <limits>
 
 namespace strata::server {
 
@@ -179,9 +180,11 @@ Result<std::optional<std::string>> OptString(const Json& object, std::string_vie
 Result<std::optional<int64_t>> OptInt(const Json& object, std::string_view key) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return std::optional<int64_t>{};
-  if (!it->is_number_integer()) {
+  if (!it->is_number_integer() ||
+      (it->is_number_unsigned() &&
+       it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
     return Status::InvalidArgument(
-        fmt::format("{}: expected an integer, found {}", key, TypeName(*it)));
+        fmt::format("{}: expected a 64-bit integer, found {}", key, it->dump()));
   }
   return std::optional<int64_t>(it->get<int64_t>());
 }

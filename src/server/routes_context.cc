@@ -3,6 +3,9 @@
 // and hybrid retrieval.
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
+
 #include "server/clock.h"
 #include "server/router.h"
 
@@ -55,7 +58,12 @@ Result<std::vector<float>> FloatArray(const Json& value, std::string_view what) 
     if (!v.is_number()) {
       return Status::InvalidArgument(fmt::format("{}: expected an array of numbers", what));
     }
-    out.push_back(v.get<float>());
+    const double d = v.get<double>();
+    if (!(std::abs(d) <= std::numeric_limits<float>::max())) {
+      return Status::InvalidArgument(
+          fmt::format("{}: {} is out of range for a 32-bit float", what, d));
+    }
+    out.push_back(static_cast<float>(d));
   }
   return out;
 }
@@ -104,13 +112,15 @@ Result<HttpResponse> Create(RouteContext& ctx) {
   return JsonResponse(201, Info(ctx.state, *name, (*s)->version()));
 }
 
+// Every registered context (the reference lists resident ones only); a context that is not
+// open is opened for its version without being cached or claiming its shard.
 Result<HttpResponse> List(RouteContext& ctx) {
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, ctx.state.registry().List(kKind));
   Json contexts = Json::array();
   for (const std::string& n : names) {
-    Result<std::shared_ptr<ContextStore>> s = ctx.state.Context(n);
-    if (!s.ok()) continue;  // deleted meanwhile
-    contexts.push_back(Info(ctx.state, n, (*s)->version()));
+    Result<uint64_t> version = ctx.state.ContextVersion(n);
+    if (!version.ok()) continue;  // deleted meanwhile
+    contexts.push_back(Info(ctx.state, n, *version));
   }
   return JsonResponse(200, {{"contexts", contexts}});
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 
@@ -167,8 +168,13 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     bool other_method = false;
     const Route* route = self->router.Match(header.method, header.path, &params, &other_method);
     const std::string label = route != nullptr ? route->pattern : "unmatched";
-    a.on_done = [state, method = header.method, label, target = header.target,
-                 remote = header.remote](int status, double seconds) {
+    // The method label takes a closed set of values: any token is a method to the parser.
+    static constexpr std::string_view kMethods[] = {"GET",    "POST", "PUT",    "PATCH",
+                                                    "DELETE", "HEAD", "OPTIONS"};
+    const bool known =
+        std::find(std::begin(kMethods), std::end(kMethods), header.method) != std::end(kMethods);
+    a.on_done = [state, method = known ? header.method : std::string("OTHER"), label,
+                 target = header.target, remote = header.remote](int status, double seconds) {
       RecordRequest(*state, method, label, target, remote, status, seconds);
     };
     if (route == nullptr) {
@@ -197,10 +203,18 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
       return a;
     }
     std::shared_ptr<void> hold;
-    if (route->blob_admission) {
-      int64_t declared = 0;
+    if (route->blob_admission && state->options().max_inflight_blob_bytes > 0) {
       const std::string_view length = header.Header("content-length");
-      std::from_chars(length.data(), length.data() + length.size(), declared);
+      int64_t declared = 0;
+      auto [ptr, ec] = std::from_chars(length.data(), length.data() + length.size(), declared);
+      if (length.empty() || ec != std::errc() || ptr != length.data() + length.size()) {
+        // A chunked upload would bypass the budget.
+        a.reject = ErrorResponse({411, "LENGTH_REQUIRED",
+                                  "uploads need a Content-Length while a blob budget is set", 0});
+        return a;
+      }
+      // Past the route's limit: the HTTP layer answers 413 without reserving anything.
+      if (static_cast<uint64_t>(declared) > route->body_limit) declared = 0;
       hold = state->blob_budget().TryAcquire(declared);
       if (hold == nullptr) {
         Result<Counter*> c =

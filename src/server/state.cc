@@ -20,8 +20,6 @@ std::string RegistryKey(StoreKind kind, std::string_view name) {
   return fmt::format("{}{}/{}", kRegistryDir, KindName(kind), name);
 }
 
-Status UnlessNotFound(Status status) { return status.IsNotFound() ? Status::OK() : status; }
-
 // A store opened by this server claims its shard at once: the writer replays the shard's WAL
 // and publishes what it replays, so rows acknowledged before a crash (or before a restart
 // without a clean shutdown) are readable without waiting for the next write. A replica has
@@ -131,7 +129,7 @@ std::shared_ptr<void> BlobBudget::TryAcquire(int64_t bytes) {
   bytes = std::max<int64_t>(0, bytes);
   {
     std::lock_guard lock(mu_);
-    if (limit_ > 0 && used_ != 0 && used_ + bytes > limit_) return nullptr;
+    if (limit_ > 0 && used_ != 0 && bytes > limit_ - used_) return nullptr;
     used_ += bytes;
   }
   // The guard must not compare equal to nullptr (a refusal): it holds `this`.
@@ -260,6 +258,16 @@ Result<std::shared_ptr<store::ContextStore>> ServerState::Context(std::string_vi
   return handle;
 }
 
+Result<uint64_t> ServerState::ContextVersion(std::string_view name) {
+  if (auto handle = contexts_.Peek(std::string(name))) return handle->version();
+  STRATA_RETURN_IF_ERROR(CheckRegistered(StoreKind::kContext, name));
+  STRATA_ASSIGN_OR_RETURN(
+      std::unique_ptr<store::ContextStore> s,
+      store::ContextStore::Open(objects_, StorePrefix(StoreKind::kContext, name), {},
+                                /*create_if_missing=*/false));
+  return s->version();
+}
+
 Result<std::shared_ptr<store::RolloutStore>> ServerState::Rollout(std::string_view name) {
   bool hit = false;
   Result<std::shared_ptr<store::RolloutStore>> handle = rollouts_.GetOrOpen(
@@ -369,51 +377,62 @@ Result<std::shared_ptr<store::GenericStore>> ServerState::CreateGeneric(
   });
 }
 
-namespace {
-
-template <typename Store>
-Status DeleteThrough(HandleCache<Store>& cache, const std::string& name,
-                     const std::function<Result<std::shared_ptr<Store>>()>& open) {
-  std::shared_ptr<Store> handle = cache.Remove(name);
-  if (handle == nullptr) {
-    Result<std::shared_ptr<Store>> opened = open();
-    if (!opened.ok()) return UnlessNotFound(opened.status());
-    handle = cache.Remove(name);
-    if (handle == nullptr) handle = *opened;
+Result<std::shared_ptr<void>> ServerState::OpenForDeletion(StoreKind kind, std::string_view name,
+                                                           store::StorageBase** base) {
+  const std::string prefix = StorePrefix(kind, name);
+  auto own = [&](auto opened) -> Result<std::shared_ptr<void>> {
+    STRATA_RETURN_IF_ERROR(opened.status());
+    auto handle = std::shared_ptr(std::move(*opened));
+    *base = &handle->base();
+    return std::shared_ptr<void>(handle);
+  };
+  switch (kind) {
+    case StoreKind::kContext:
+      return own(store::ContextStore::Open(objects_, prefix, {}, /*create_if_missing=*/false));
+    case StoreKind::kRollout:
+      return own(store::RolloutStore::Open(objects_, prefix, {}, /*create_if_missing=*/false));
+    case StoreKind::kDatagen:
+      return own(store::DatagenStore::Open(objects_, prefix, {}, /*create_if_missing=*/false));
+    case StoreKind::kGeneric:
+      return own(store::GenericStore::OpenExisting(objects_, prefix, {}));
   }
-  if constexpr (std::is_same_v<Store, store::ContextStore>) {
-    return handle->base().DeleteData();
-  } else {
-    return handle->DeleteData();
-  }
+  return Status::InvalidArgument("unknown store kind");
 }
-
-}  // namespace
 
 Status ServerState::Delete(StoreKind kind, std::string_view name) {
   STRATA_RETURN_IF_ERROR(ValidateStoreName(name));
   STRATA_RETURN_IF_ERROR(CheckRegistered(kind, name));
   const std::string key(name);
-  // Delete the data through a handle (which waits for its merges), then unregister.
-  Status deleted;
+  // Unregister first, so no new open starts; an open already running is not cached
+  // (HandleCache::Remove). Then delete the data through a handle, which waits for its merges.
+  STRATA_RETURN_IF_ERROR(registry_.Remove(kind, name));
+  std::shared_ptr<void> keep;
+  store::StorageBase* base = nullptr;
   switch (kind) {
     case StoreKind::kContext:
-      deleted = DeleteThrough<store::ContextStore>(contexts_, key, [&] { return Context(name); });
+      if (auto h = contexts_.Remove(key)) base = &h->base(), keep = h;
       break;
     case StoreKind::kRollout:
-      deleted = DeleteThrough<store::RolloutStore>(rollouts_, key, [&] { return Rollout(name); });
+      if (auto h = rollouts_.Remove(key)) base = &h->base(), keep = h;
       break;
     case StoreKind::kDatagen:
-      deleted = DeleteThrough<store::DatagenStore>(datagens_, key, [&] { return Datagen(name); });
+      if (auto h = datagens_.Remove(key)) base = &h->base(), keep = h;
       break;
     case StoreKind::kGeneric:
-      deleted = DeleteThrough<store::GenericStore>(generics_, key, [&] { return Generic(name); });
+      if (auto h = generics_.Remove(key)) base = &h->base(), keep = h;
       break;
   }
-  if (!deleted.ok()) {
+  Status deleted;
+  if (base == nullptr) {
+    Result<std::shared_ptr<void>> opened = OpenForDeletion(kind, name, &base);
+    if (opened.ok()) keep = std::move(*opened);
+    deleted = opened.status();
+  }
+  if (base != nullptr) deleted = base->DeleteData();
+  if (!deleted.ok() && !deleted.IsNotFound()) {
     spdlog::warn("deleting the data of {} '{}': {}", KindName(kind), name, deleted.ToString());
   }
-  return registry_.Remove(kind, name);
+  return Status::OK();
 }
 
 Result<store::StorageBase*> ServerState::Base(StoreKind kind, std::string_view name,

@@ -2,12 +2,15 @@
 // handles per kind, the blob admission budget and the metrics every route records.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <functional>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,8 +83,11 @@ class HandleCache {
 
   explicit HandleCache(int64_t capacity) : capacity_(capacity < 1 ? 2000 : capacity) {}
 
-  // The cached handle, or `open()`'s, inserted. `hit` tells which.
+  // The cached handle, or `open()`'s, inserted. `hit` tells which. An open that overlaps a
+  // Remove of the name (a store being deleted) is not cached and fails with Aborted, so a
+  // deleted store's handle never outlives its deletion in the cache.
   Result<std::shared_ptr<Store>> GetOrOpen(const std::string& name, const Opener& open, bool* hit) {
+    uint64_t generation = 0;
     {
       std::lock_guard lock(mu_);
       if (auto it = index_.find(name); it != index_.end()) {
@@ -89,6 +95,7 @@ class HandleCache {
         *hit = true;
         return it->second->second;
       }
+      generation = removals_;
     }
     *hit = false;
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Store> opened, open());
@@ -96,6 +103,9 @@ class HandleCache {
     std::shared_ptr<Store> evicted;
     std::lock_guard lock(mu_);
     if (auto it = index_.find(name); it != index_.end()) return it->second->second;
+    if (removals_ != generation && removed_.contains(name)) {
+      return Status::Aborted(fmt::format("store '{}' was deleted while it was opened", name));
+    }
     lru_.emplace_back(name, handle);
     index_[name] = std::prev(lru_.end());
     if (static_cast<int64_t>(lru_.size()) > capacity_) {
@@ -106,9 +116,13 @@ class HandleCache {
     return handle;
   }
 
-  // Removes the handle of `name`, if open, and returns it.
+  // Removes the handle of `name`, if open, and returns it; opens of the name running now are
+  // not cached (see GetOrOpen).
   std::shared_ptr<Store> Remove(const std::string& name) {
     std::lock_guard lock(mu_);
+    ++removals_;
+    if (removed_.size() >= 4096) removed_.clear();  // bounded: names of recent deletions
+    removed_.insert(name);
     auto it = index_.find(name);
     if (it == index_.end()) return nullptr;
     std::shared_ptr<Store> handle = std::move(it->second->second);
@@ -148,6 +162,8 @@ class HandleCache {
   mutable std::mutex mu_;
   std::list<std::pair<std::string, std::shared_ptr<Store>>> lru_;   // guarded by mu_
   std::map<std::string, typename decltype(lru_)::iterator> index_;  // guarded by mu_
+  uint64_t removals_ = 0;                                           // guarded by mu_
+  std::set<std::string> removed_;                                   // guarded by mu_
 };
 
 // Counting semaphore without waiting: TryAcquire or refuse (the merge-wal concurrency cap).
@@ -184,6 +200,9 @@ class ServerState {
   // The open handle of a registered store (NotFound "<Title> 'X' does not exist" when it is
   // not registered); the name is validated first.
   Result<std::shared_ptr<store::ContextStore>> Context(std::string_view name);
+  // The base version of a registered context: its open handle's, else read without opening
+  // one for the cache.
+  Result<uint64_t> ContextVersion(std::string_view name);
   Result<std::shared_ptr<store::RolloutStore>> Rollout(std::string_view name);
   Result<std::shared_ptr<store::DatagenStore>> Datagen(std::string_view name);
   Result<std::shared_ptr<store::GenericStore>> Generic(std::string_view name);
@@ -214,6 +233,9 @@ class ServerState {
  private:
   explicit ServerState(ServerOptions options);
   store::StorageBaseOptions BaseOptions(StoreKind kind, std::string_view name) const;
+  // Opens a store without the registry check, the cache or a writer (for its deletion).
+  Result<std::shared_ptr<void>> OpenForDeletion(StoreKind kind, std::string_view name,
+                                                store::StorageBase** base);
   Status CheckRegistered(StoreKind kind, std::string_view name) const;
   void CountCache(StoreKind kind, bool hit);
 

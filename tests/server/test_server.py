@@ -240,3 +240,47 @@ def test_sql_route(server):
         r = server.post("/api/v1/rollouts/q/sql", {"sql": bad})
         assert r.status == 400 and r.error_code() == "INVALID_REQUEST", (bad, r)
     assert server.post("/api/v1/rollouts/nope/sql", {"sql": "SELECT 1"}).status == 404
+
+
+def test_drain_finishes_an_upload_already_admitted(tmp_path):
+    data = str(tmp_path / "data")
+    s = Server(data)
+    s.post("/api/v1/rollouts", {"name": "u"})
+    body = b'{"records": [{"id": "late", "rollout_id": "r"}]}'
+    sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+    sock.sendall(b"POST /api/v1/rollouts/u/records?flush=1 HTTP/1.1\r\nHost: x\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+                 + body[:10])
+    time.sleep(0.3)  # the header is admitted before the drain begins
+    s.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    # New requests are refused while the admitted upload is still being read...
+    assert raw_request(s.port, b"GET /api/v1/rollouts HTTP/1.1\r\nHost: x\r\n\r\n") \
+        .startswith(b"HTTP/1.1 503")
+    sock.sendall(body[10:])
+    resp = b""
+    while b"\r\n\r\n" not in resp:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        resp += chunk
+    sock.close()
+    # ...and it is answered and applied before the server exits.
+    assert resp.startswith(b"HTTP/1.1 201"), resp[:200]
+    assert s.proc.wait(timeout=60) == 0, s.output()
+    s2 = Server(data)
+    try:
+        assert s2.get("/api/v1/rollouts/u/records/late").json()["record"]["id"] == "late"
+    finally:
+        assert s2.stop() == 0
+
+
+def test_blob_budget_requires_a_length(tmp_path):
+    s = Server(str(tmp_path / "data"), args=["--max-inflight-blob-bytes", "1000"])
+    try:
+        s.post("/api/v1/rollouts", {"name": "b"})
+        head = (b"POST /api/v1/rollouts/b/records HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        assert raw_request(s.port, head).startswith(b"HTTP/1.1 411")
+    finally:
+        assert s.stop() == 0
