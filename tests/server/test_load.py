@@ -137,7 +137,9 @@ async def mixed_client(port, n, deadline, acked, stats):
 
 def test_load_mixed_connections(tmp_path):
     raise_fd_limit()
-    s = Server(str(tmp_path / "data"), args=["--flush-interval", "2"])
+    # The count trigger keeps pending generations (and so read costs) bounded under load.
+    s = Server(str(tmp_path / "data"),
+               args=["--flush-interval", "2", "--merge-after-generations", "8"])
     try:
         setup_stores(s)
         acked = {"rollouts": set(), "contexts": set()}
