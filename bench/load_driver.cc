@@ -10,6 +10,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <latch>
@@ -24,13 +25,10 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-std::string LoadAverage() {
-  double load[3] = {0, 0, 0};
-  if (::getloadavg(load, 3) != 3) return "unknown";
-  return fmt::format("{:.2f} {:.2f} {:.2f}", load[0], load[1], load[2]);
-}
+namespace {
 
-std::string OtherLoad() {
+// Other processes by name, as OtherLoad counts them.
+std::map<std::string, int> CountOthers() {
   static const char* kNames[] = {"cc1plus", "ctest", "ld", "pytest", "python3"};
   std::map<std::string, int> found;
   std::error_code ec;
@@ -44,15 +42,8 @@ std::string OtherLoad() {
       if (comm == n) ++found[comm];
     }
   }
-  if (found.empty()) return "none";
-  std::string out;
-  for (const auto& [name, n] : found) {
-    out += fmt::format("{}{} x{}", out.empty() ? "" : ", ", name, n);
-  }
-  return out;
+  return found;
 }
-
-namespace {
 
 double CpuSeconds(int who) {
   rusage u{};
@@ -62,6 +53,73 @@ double CpuSeconds(int who) {
 }
 
 }  // namespace
+
+std::string LoadAverage() {
+  double load[3] = {0, 0, 0};
+  if (::getloadavg(load, 3) != 3) return "unknown";
+  return fmt::format("{:.2f} {:.2f} {:.2f}", load[0], load[1], load[2]);
+}
+
+std::string OtherLoad() {
+  const std::map<std::string, int> found = CountOthers();
+  if (found.empty()) return "none";
+  std::string out;
+  for (const auto& [name, n] : found) {
+    out += fmt::format("{}{} x{}", out.empty() ? "" : ", ", name, n);
+  }
+  return out;
+}
+
+struct LoadWatcher::State {
+  std::mutex mu;
+  std::condition_variable wake;
+  bool stop = false;                // guarded by mu
+  std::map<std::string, int> most;  // guarded by mu
+  int samples = 0, busy = 0;        // guarded by mu
+  std::thread thread;
+};
+
+LoadWatcher::LoadWatcher() : state_(std::make_unique<State>()) {
+  state_->thread = std::thread([s = state_.get()] {
+    std::unique_lock lock(s->mu);
+    while (!s->stop) {
+      lock.unlock();
+      const std::map<std::string, int> now = CountOthers();
+      lock.lock();
+      ++s->samples;
+      if (!now.empty()) ++s->busy;
+      for (const auto& [name, n] : now) s->most[name] = std::max(s->most[name], n);
+      s->wake.wait_for(lock, std::chrono::milliseconds(500), [s] { return s->stop; });
+    }
+  });
+}
+
+LoadWatcher::~LoadWatcher() { Stop(); }
+
+void LoadWatcher::Stop() {
+  {
+    std::lock_guard lock(state_->mu);
+    state_->stop = true;
+  }
+  state_->wake.notify_all();
+  if (state_->thread.joinable()) state_->thread.join();
+}
+
+std::string LoadWatcher::Summary() const {
+  std::lock_guard lock(state_->mu);
+  if (state_->most.empty()) return "none";
+  std::string out;
+  for (const auto& [name, n] : state_->most) {
+    out += fmt::format("{}{} up to {}", out.empty() ? "" : ", ", name, n);
+  }
+  return fmt::format("{} (in {:.0f}% of samples)", out,
+                     100.0 * state_->busy / std::max(1, state_->samples));
+}
+
+double LoadWatcher::busy_share() const {
+  std::lock_guard lock(state_->mu);
+  return static_cast<double>(state_->busy) / std::max(1, state_->samples);
+}
 
 Result<LoopbackFloor> MeasureLoopback(int round_trips, int64_t stream_bytes) {
   asio::io_context ioc;

@@ -24,6 +24,28 @@ std::string LoadAverage();
 // "cc1plus x2, ctest x1", or "none".
 std::string OtherLoad();
 
+// Samples OtherLoad's processes every 0.5 s on a thread of its own from construction to
+// Stop, so a run can say whether anything else ran during it, not only at its ends.
+class LoadWatcher {
+ public:
+  LoadWatcher();
+  ~LoadWatcher();  // stops
+  LoadWatcher(const LoadWatcher&) = delete;
+  LoadWatcher& operator=(const LoadWatcher&) = delete;
+
+  // Stops sampling; idempotent.
+  void Stop();
+  // "none", or the most processes of each name seen at once and the share of samples that saw
+  // any: "cc1plus up to 2, ld up to 1 (in 35% of samples)".
+  std::string Summary() const;
+  // The share of samples that saw any other process.
+  double busy_share() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 // ---- Loopback floor --------------------------------------------------------------------
 
 struct LoopbackFloor {

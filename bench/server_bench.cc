@@ -475,6 +475,7 @@ int Run(const Config& config) {
              Durability(config.sync));
   fmt::print("machine at start: load average {}; other processes: {}\n", LoadAverage(),
              OtherLoad());
+  LoadWatcher watcher;
   out["machine"] = {{"cores", cores},
                     {"load_average_start", LoadAverage()},
                     {"other_processes_start", OtherLoad()}};
@@ -763,9 +764,13 @@ int Run(const Config& config) {
     fmt::print("  {} add at {} clients: HTTP = {:.0f}% of embedded rows/s (goal >= 70%: {})\n",
                r["kind"].get<std::string>(), most, 100 * ratio, ratio >= 0.7 ? "met" : "NOT met");
   }
-  fmt::print("machine at end: load average {}; other processes: {}\n", LoadAverage(), OtherLoad());
+  watcher.Stop();
+  fmt::print("machine at end: load average {}; other processes: {}; during the run: {}\n",
+             LoadAverage(), OtherLoad(), watcher.Summary());
   out["machine"]["load_average_end"] = LoadAverage();
   out["machine"]["other_processes_end"] = OtherLoad();
+  out["machine"]["other_processes_during"] = watcher.Summary();
+  out["machine"]["other_processes_busy_share"] = watcher.busy_share();
   Json add_json = Json::array();
   for (const AddFigures& f : adds) add_json.push_back(AddJson(f));
   out["add"] = add_json;
