@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -27,7 +28,8 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-// Other processes by name, as OtherLoad counts them.
+// Other processes by name, as OtherLoad counts them; stopped (SIGSTOP) and zombie ones do not
+// count.
 std::map<std::string, int> CountOthers() {
   static const char* kNames[] = {"cc1plus", "ctest", "ld", "pytest", "python3"};
   std::map<std::string, int> found;
@@ -38,9 +40,18 @@ std::map<std::string, int> CountOthers() {
     std::ifstream in(entry.path() / "comm");
     std::string comm;
     if (!std::getline(in, comm)) continue;
-    for (const char* n : kNames) {
-      if (comm == n) ++found[comm];
-    }
+    const char* const* name = std::find_if(std::begin(kNames), std::end(kNames),
+                                           [&](const char* n) { return comm == n; });
+    if (name == std::end(kNames)) continue;
+    // /proc/PID/stat: "pid (comm) S ...": the state follows the last ')'.
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t paren = line.rfind(')');
+    const char state =
+        paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
+    if (state == 'T' || state == 't' || state == 'Z') continue;
+    ++found[comm];
   }
   return found;
 }

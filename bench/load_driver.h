@@ -20,8 +20,8 @@ namespace strata::bench {
 
 // "1.23 4.56 7.89", the 1 / 5 / 15 minute load average.
 std::string LoadAverage();
-// Other builds and test runs that share the cores (cc1plus, ld, ctest, pytest, python3), as
-// "cc1plus x2, ctest x1", or "none".
+// Other builds and test runs that share the cores (cc1plus, ld, ctest, pytest, python3; not
+// stopped ones), as "cc1plus x2, ctest x1", or "none".
 std::string OtherLoad();
 
 // Samples OtherLoad's processes every 0.5 s on a thread of its own from construction to
