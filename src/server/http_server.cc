@@ -13,6 +13,7 @@
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -90,6 +91,70 @@ HttpResponse PlainError(int status, std::string code, std::string message) {
   r.body = ErrorBody(HttpError{status, std::move(code), std::move(message), 0});
   return r;
 }
+
+// The ChunkWriter of one request: a bounded queue between the handler's worker thread (Write,
+// Finish) and the session's strand, which takes one chunk at a time and sends it. `kick` asks
+// the strand to look at the queue again.
+class SessionChunkWriter : public ChunkWriter {
+ public:
+  explicit SessionChunkWriter(std::function<void()> kick) : kick_(std::move(kick)) {}
+
+  Status Write(std::string bytes) override {
+    if (bytes.empty()) return Status::OK();
+    {
+      std::unique_lock lock(mu_);
+      space_.wait(lock, [&] { return gone_ || finished_ || queued_ < kChunkQueueBytes; });
+      if (gone_) return Status::Aborted("the client connection is gone");
+      if (finished_) return Status::Internal("chunked response written after it was finished");
+      queued_ += bytes.size();
+      queue_.push_back(std::move(bytes));
+    }
+    kick_();
+    return Status::OK();
+  }
+
+  void Finish(const Status& status) override {
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+      final_ = status;
+    }
+    kick_();
+  }
+
+  enum class Next { kChunk, kLast, kAbort, kWait };
+  // On the strand: the next thing to send.
+  Next Take(std::string* chunk) {
+    std::lock_guard lock(mu_);
+    if (!queue_.empty()) {
+      *chunk = std::move(queue_.front());
+      queue_.pop_front();
+      queued_ -= chunk->size();
+      space_.notify_all();
+      return Next::kChunk;
+    }
+    if (!finished_) return Next::kWait;
+    return final_.ok() ? Next::kLast : Next::kAbort;
+  }
+
+  // The connection is gone: Write fails from now on.
+  void MarkGone() {
+    std::lock_guard lock(mu_);
+    gone_ = true;
+    space_.notify_all();
+  }
+
+ private:
+  const std::function<void()> kick_;
+  std::mutex mu_;
+  std::condition_variable space_;
+  std::deque<std::string> queue_;  // guarded by mu_
+  size_t queued_ = 0;              // guarded by mu_
+  bool finished_ = false;          // guarded by mu_
+  bool gone_ = false;              // guarded by mu_
+  Status final_;                   // guarded by mu_
+};
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
@@ -257,6 +322,7 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_never();
     request_.body = std::move(body_parser_->get().body());
     body_parser_.reset();
+    request_.begin_chunked = [this](const HttpResponse& head) { return BeginChunked(head); };
     handler_running_ = true;
     asio::post(*server_->pool, [self = shared_from_this()] {
       HttpResponse response;
@@ -271,17 +337,113 @@ class Session : public std::enable_shared_from_this<Session> {
         response = PlainError(500, "INTERNAL", "internal error");
       }
       self->handler_ = nullptr;
+      // A chunked response's status went out with its header; the handler's return is moot.
+      std::shared_ptr<SessionChunkWriter> chunked = std::move(self->handler_writer_);
+      if (chunked) {
+        chunked->Finish(Status::Internal("the handler returned without finishing its response"));
+        response.status = self->handler_writer_status_;
+      }
       if (self->on_done_) self->on_done_(response.status, MonotonicSeconds() - self->started_);
       self->on_done_ = nullptr;
-      asio::post(self->stream_.get_executor(), [self, r = std::move(response)]() mutable {
-        self->handler_running_ = false;
-        if (self->closed_) {
-          self->Release();  // the connection went away while the handler ran
-          return;
-        }
-        self->WriteResponse(std::move(r));
-      });
+      asio::post(self->stream_.get_executor(),
+                 [self, r = std::move(response), streamed = chunked != nullptr]() mutable {
+                   self->handler_running_ = false;
+                   if (self->closed_) {
+                     self->chunked_.reset();
+                     self->Release();  // the connection went away while the handler ran
+                     return;
+                   }
+                   if (streamed) {
+                     self->Pump();  // the last chunk waits for the handler to return
+                     return;
+                   }
+                   self->WriteResponse(std::move(r));
+                 });
     });
+  }
+
+  // On the handler's worker thread (HttpRequest::begin_chunked).
+  std::shared_ptr<ChunkWriter> BeginChunked(const HttpResponse& head) {
+    if (handler_writer_) return handler_writer_;
+    auto writer = std::make_shared<SessionChunkWriter>([weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        asio::post(self->stream_.get_executor(), [self] { self->Pump(); });
+      }
+    });
+    handler_writer_ = writer;
+    handler_writer_status_ = head.status;
+    HttpResponse header_only;
+    header_only.status = head.status;
+    header_only.content_type = head.content_type;
+    header_only.headers = head.headers;
+    asio::post(stream_.get_executor(),
+               [self = shared_from_this(), writer, h = std::move(header_only)]() mutable {
+                 self->StartChunked(std::move(writer), h);
+               });
+    return writer;
+  }
+
+  // On the strand: sends the chunked response's header, then its chunks as they come.
+  void StartChunked(std::shared_ptr<SessionChunkWriter> writer, const HttpResponse& head) {
+    if (closed_) {
+      writer->MarkGone();
+      return;
+    }
+    if (server_->draining.load()) keep_alive_ = false;
+    chunked_ = std::move(writer);
+    chunked_head_.emplace(static_cast<http::status>(head.status), 11);
+    SetHeaders(&*chunked_head_, head);
+    chunked_head_->chunked(true);
+    chunked_serializer_.emplace(*chunked_head_);
+    stream_.expires_after(Millis(server_->options.write_idle_timeout_seconds));
+    http::async_write_header(stream_, *chunked_serializer_,
+                             [self = shared_from_this()](beast::error_code ec, size_t) {
+                               if (ec) {
+                                 self->Close();
+                                 return;
+                               }
+                               self->chunked_header_sent_ = true;
+                               self->Pump();
+                             });
+  }
+
+  // On the strand: sends the next queued chunk, or ends the chunked response once the handler
+  // has finished it and returned.
+  void Pump() {
+    if (!chunked_ || !chunked_header_sent_ || chunk_writing_ || closed_) return;
+    switch (chunked_->Take(&chunk_)) {
+      case SessionChunkWriter::Next::kWait:
+        return;
+      case SessionChunkWriter::Next::kChunk:
+        chunk_writing_ = true;
+        stream_.expires_after(Millis(server_->options.write_idle_timeout_seconds));
+        asio::async_write(stream_, http::make_chunk(asio::buffer(chunk_)),
+                          [self = shared_from_this()](beast::error_code ec, size_t) {
+                            self->chunk_writing_ = false;
+                            if (ec) {
+                              self->Close();
+                              return;
+                            }
+                            self->Pump();
+                          });
+        return;
+      case SessionChunkWriter::Next::kLast:
+        if (handler_running_) return;
+        chunk_writing_ = true;
+        stream_.expires_after(Millis(server_->options.write_idle_timeout_seconds));
+        asio::async_write(stream_, http::make_chunk_last(),
+                          [self = shared_from_this()](beast::error_code ec, size_t) {
+                            self->chunk_writing_ = false;
+                            self->AfterWrite(ec);
+                          });
+        return;
+      case SessionChunkWriter::Next::kAbort:
+        // The body cannot be completed: end the connection so the client sees it truncated.
+        if (handler_running_) return;
+        keep_alive_ = false;
+        AfterWrite(asio::error::connection_aborted);
+        return;
+    }
   }
 
   // A response decided on the I/O thread (no handler ran).
@@ -366,6 +528,10 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void AfterWrite(beast::error_code ec) {
+    chunked_serializer_.reset();
+    chunked_head_.reset();
+    chunked_.reset();
+    chunked_header_sent_ = false;
     stream_serializer_.reset();
     stream_response_.reset();
     stream_data_.reset();
@@ -386,6 +552,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Close() {
+    if (chunked_) chunked_->MarkGone();
     if (!closed_) {
       closed_ = true;
       beast::error_code ec;
@@ -431,6 +598,16 @@ class Session : public std::enable_shared_from_this<Session> {
   size_t stream_offset_ = 0;
   std::optional<http::response<http::buffer_body>> stream_response_;
   std::optional<http::response_serializer<http::buffer_body>> stream_serializer_;
+  // A chunked response: the writer as the handler's thread knows it (handler_writer_, until the
+  // handler returns) and as the strand knows it (chunked_, until the response ends).
+  std::shared_ptr<SessionChunkWriter> handler_writer_;
+  int handler_writer_status_ = 200;
+  std::shared_ptr<SessionChunkWriter> chunked_;
+  std::optional<http::response<http::empty_body>> chunked_head_;
+  std::optional<http::response_serializer<http::empty_body>> chunked_serializer_;
+  bool chunked_header_sent_ = false;
+  bool chunk_writing_ = false;
+  std::string chunk_;
 };
 
 // Lets the process hold many connections: the soft descriptor limit up to the hard one.

@@ -1,8 +1,9 @@
 // HttpServer: HTTP/1.1 over Boost.Beast — keep-alive connections on a few I/O threads, request
 // bodies read with a per-route size limit and an idle timeout, handlers run on a bounded worker
 // pool (so a slow storage call never stalls the I/O threads, and a client that disconnects
-// cannot cancel a mutation half way), responses written whole or streamed in chunks, and a
-// drain that refuses new requests while the admitted ones finish.
+// cannot cancel a mutation half way), responses written whole, streamed from memory in pieces
+// or sent chunked while a handler produces them, and a drain that refuses new requests while
+// the admitted ones finish.
 //
 // Flow of one request: the header is read (idle timeout) and given to the Admitter on the I/O
 // thread, which answers at once (unknown route, 401, 503 while draining, 413 for a declared
@@ -26,6 +27,25 @@
 
 namespace strata::server {
 
+struct HttpResponse;
+
+// A response body sent while it is produced (chunked transfer encoding), for results too large
+// to hold in memory. A handler gets one from HttpRequest::begin_chunked and writes to it from
+// its worker thread; the connection's I/O thread sends the chunks.
+class ChunkWriter {
+ public:
+  virtual ~ChunkWriter() = default;
+  // Queues `bytes` as the next chunk (empty bytes are ignored). Blocks while more than
+  // kChunkQueueBytes wait to be sent. Aborted once the connection is gone: stop producing.
+  virtual Status Write(std::string bytes) = 0;
+  // Ends the body (idempotent; the first call counts). OK sends the last chunk, completing
+  // the response; an error closes the connection without it, so the client sees a truncated
+  // body instead of a complete one. A handler that returns without calling it ends as with
+  // an error.
+  virtual void Finish(const Status& status) = 0;
+};
+inline constexpr size_t kChunkQueueBytes = size_t{1} << 20;
+
 struct HttpRequest {
   std::string method;                                        // "GET", "POST", ...
   std::string target;                                        // as sent: path and query
@@ -34,6 +54,10 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // names lowercased
   std::string body;
   std::string remote;  // peer address
+  // Set by the server for the handler: sends `head`'s status, content type and headers now
+  // (its body is ignored) and returns the writer of the body. At most one call per request;
+  // once called, the response the handler returns is ignored.
+  std::function<std::shared_ptr<ChunkWriter>(const HttpResponse& head)> begin_chunked;
 
   // The first header named `lower_name`, or "" when absent.
   std::string_view Header(std::string_view lower_name) const;

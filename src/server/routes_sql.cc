@@ -1,7 +1,12 @@
 // POST /api/v1/{kind}/{name}/sql: one read-only SELECT / WITH statement over the store's
 // `records` view (include/strata/sql.h, docs/sql.md) -> {columns, rows, row_count, truncated}.
-// The result is written as it streams out of SQLite, up to the caller's max_rows.
+// The result is built as it streams out of SQLite, up to the caller's max_rows: a result that
+// stays under kChunkBytes is answered whole (with a Content-Length, and an error status if the
+// query fails), a larger one is sent chunked as it is produced, kChunkBytes at a time, so the
+// server never holds a large result. A query that fails after the first chunk went out ends the
+// connection without the last chunk: the client sees a truncated body, never a complete one.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "server/router.h"
 #include "strata/sql.h"
@@ -12,6 +17,7 @@ namespace {
 
 // The most rows one response may carry (the request's max_rows is capped here).
 constexpr int64_t kMaxSqlRows = 10'000'000;
+constexpr size_t kChunkBytes = size_t{256} * 1024;
 
 void AppendJsonString(std::string_view text, std::string* out) {
   out->append(Json(std::string(text)).dump(-1, ' ', false, Json::error_handler_t::replace));
@@ -42,7 +48,9 @@ RouteHandler Sql(StoreKind kind) {
       return Status::OK();
     };
     bool first = true;
-    auto on_row = [&out, &first](std::vector<sql::Value> row) -> Status {
+    std::shared_ptr<ChunkWriter> chunked;  // set once the result outgrew kChunkBytes
+    size_t sent = 0;
+    auto on_row = [&](std::vector<sql::Value> row) -> Status {
       out += first ? "[" : ",[";
       first = false;
       for (size_t i = 0; i < row.size(); ++i) {
@@ -50,12 +58,31 @@ RouteHandler Sql(StoreKind kind) {
         sql::AppendJson(row[i], &out);
       }
       out.push_back(']');
-      return Status::OK();
+      if (out.size() < kChunkBytes) return Status::OK();
+      if (!chunked) chunked = ctx.request.begin_chunked(JsonResponse(200, Json::object()));
+      sent += out.size();
+      Status s = chunked->Write(std::move(out));
+      out.clear();
+      out.reserve(kChunkBytes + kChunkBytes / 4);
+      return s;
     };
-    STRATA_ASSIGN_OR_RETURN(sql::QuerySummary summary,
-                            sql::QueryEach(*base, *sql, options, on_columns, on_row));
-    out += fmt::format(R"(],"row_count":{},"truncated":{}}})", summary.row_count,
-                       summary.truncated ? "true" : "false");
+    Result<sql::QuerySummary> summary = sql::QueryEach(*base, *sql, options, on_columns, on_row);
+    if (!summary.ok()) {
+      if (!chunked) return summary.status();
+      if (summary.status().code() != StatusCode::kAborted) {
+        spdlog::warn("{} {}: SQL failed after {} bytes of its result were sent: {}",
+                     ctx.request.method, ctx.request.path, sent, summary.status().ToString());
+      }
+      chunked->Finish(summary.status());
+      return HttpResponse{};
+    }
+    out += fmt::format(R"(],"row_count":{},"truncated":{}}})", summary->row_count,
+                       summary->truncated ? "true" : "false");
+    if (chunked) {
+      Status s = chunked->Write(std::move(out));
+      chunked->Finish(s);
+      return HttpResponse{};
+    }
     HttpResponse r;
     r.body = std::move(out);
     return r;

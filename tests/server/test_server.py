@@ -1,10 +1,14 @@
 """Server behaviour around the routes: health, metrics, auth, unknown routes, body limits and
 timeouts, drain on SIGTERM, several instances on one data directory."""
 
+import http.client
+import json
 import os
 import signal
 import socket
 import time
+
+import pytest
 
 from conftest import Server
 
@@ -240,6 +244,53 @@ def test_sql_route(server):
         r = server.post("/api/v1/rollouts/q/sql", {"sql": bad})
         assert r.status == 400 and r.error_code() == "INVALID_REQUEST", (bad, r)
     assert server.post("/api/v1/rollouts/nope/sql", {"sql": "SELECT 1"}).status == 404
+
+
+def test_sql_large_result_is_sent_chunked(server):
+    """A result past 256 KiB is sent chunked as SQLite produces it; the connection stays usable,
+    and a query failing after the first chunk ends the connection with the body truncated."""
+    server.post("/api/v1/rollouts", {"name": "big"})
+    numbers = ("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 50000) ")
+    conn = server.connection()
+    try:
+        body = json.dumps({"sql": numbers + "SELECT x, printf('%040d', x) AS pad FROM n",
+                           "max_rows": 60000})
+        conn.request("POST", "/api/v1/rollouts/big/sql", body=body,
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        assert r.status == 200
+        assert r.getheader("Transfer-Encoding") == "chunked"
+        assert r.getheader("Content-Length") is None
+        result = json.loads(r.read())
+        assert result["columns"] == ["x", "pad"]
+        assert result["row_count"] == 50000 and result["truncated"] is False
+        assert result["rows"][0] == [1, "0" * 39 + "1"] and result["rows"][-1][0] == 50000
+        # The same connection serves the next request (the chunked body was complete).
+        conn.request("POST", "/api/v1/rollouts/big/sql", body=json.dumps({"sql": "SELECT 7"}),
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        assert r.status == 200 and r.getheader("Content-Length") is not None
+        assert json.loads(r.read())["rows"] == [[7]]
+    finally:
+        conn.close()
+    # A small result failing is an ordinary error response ...
+    r = server.post("/api/v1/rollouts/big/sql", {"sql": "SELECT json('not json')"})
+    assert r.status == 400, r
+    # ... a large one failing after its first chunks cannot be: the body ends short.
+    conn = server.connection()
+    try:
+        body = json.dumps({"sql": numbers + "SELECT x, CASE WHEN x < 40000 THEN "
+                           "printf('%040d', x) ELSE json('not json') END FROM n",
+                           "max_rows": 60000})
+        conn.request("POST", "/api/v1/rollouts/big/sql", body=body,
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        assert r.status == 200 and r.getheader("Transfer-Encoding") == "chunked"
+        with pytest.raises(http.client.IncompleteRead):
+            r.read()
+    finally:
+        conn.close()
+    assert server.get("/health").status == 200
 
 
 def test_drain_finishes_an_upload_already_admitted(tmp_path):
