@@ -34,8 +34,12 @@ struct ServerOptions {
   std::string auth_token;
 
   // Stores (§4.6; the reference's environment names in docs/server.md).
-  int merge_after_generations = 0;  // count trigger, 0 = off
-  int merge_max_generations = 8;    // per merge pass, 0 = no bound
+  int merge_after_generations = 0;  // count trigger of rollout, datagen, generic; 0 = off
+  // Count trigger of context stores (0 = off), checked after each context write: every add
+  // seals a generation, so without it reads slow down and are refused past
+  // pending_generations_max (4096 adds) unless a sweeper merges in time.
+  int context_merge_after_generations = 8;
+  int merge_max_generations = 8;  // per merge pass, 0 = no bound
   int64_t merge_max_bytes = int64_t{1} << 30;
   int pending_generations_warn = 256;
   int pending_generations_max = 4096;             // reads refused (503) past it
@@ -43,8 +47,13 @@ struct ServerOptions {
   int merge_concurrency = 4;                      // concurrent merge-wal requests, 0 = no limit
   double cleanup_interval_seconds = 0;            // time-trigger sweeper, 0 = off
   double flush_interval_seconds = 30;             // flush sweeper, 0 = off
-  int64_t cache_capacity = 2000;                  // resident handles per kind
-  int64_t max_inflight_blob_bytes = 0;            // blob admission budget, 0 = unlimited
+  // Compaction policy of every open store (what the reference's master schedules): every
+  // compaction_interval_seconds (0 = off), a store whose base table has at least
+  // compaction_min_fragments fragments is compacted.
+  double compaction_interval_seconds = 600;
+  int64_t compaction_min_fragments = 16;
+  int64_t cache_capacity = 2000;        // resident handles per kind
+  int64_t max_inflight_blob_bytes = 0;  // blob admission budget, 0 = unlimited
   int64_t large_blob_log_bytes = int64_t{16} << 20;
   // fsync every write (off: "process" durability, survives kill -9 but not power loss).
   bool sync = true;

@@ -2,6 +2,7 @@
 // upsert, update, delete), reads (list, by id, by external id, related, payload), vector search
 // and hybrid retrieval.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <limits>
@@ -20,6 +21,17 @@ constexpr StoreKind kKind = StoreKind::kContext;
 
 Result<std::shared_ptr<ContextStore>> Open(RouteContext& ctx) {
   return ctx.state.Context(ctx.Param("name"));
+}
+
+// Every context write seals a generation of its own. Merging the own shard once the count
+// trigger is due (ServerOptions::context_merge_after_generations) keeps the pending
+// generations, and with them the cost of every read, bounded without waiting for the flush
+// sweeper. The write is durable already: a failed merge is logged and left to the next write.
+void MergeIfDue(ContextStore& s, std::string_view name) {
+  Result<store::MergeReport> merged = s.base().MaybeMerge();
+  if (!merged.ok()) {
+    spdlog::warn("context '{}': merge after write failed: {}", name, merged.status().ToString());
+  }
 }
 
 Json Info(ServerState& state, std::string_view name, uint64_t version) {
@@ -165,6 +177,7 @@ Result<HttpResponse> AddRecords(RouteContext& ctx) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ContextStore> s, Open(ctx));
   const size_t count = records.size();
   STRATA_ASSIGN_OR_RETURN(uint64_t version, s->Add(std::move(records)));
+  MergeIfDue(*s, ctx.Param("name"));
   return JsonResponse(201, {{"version", version}, {"ids", ids}, {"count", count}});
 }
 
@@ -206,6 +219,7 @@ Result<HttpResponse> Upsert(RouteContext& ctx) {
   STRATA_ASSIGN_OR_RETURN(ContextRecord record, UpsertRecord(*it, "record", NewUuidV4()));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ContextStore> s, Open(ctx));
   STRATA_ASSIGN_OR_RETURN(store::UpsertResult r, s->UpsertByExternalId(std::move(record)));
+  MergeIfDue(*s, ctx.Param("name"));
   Json out = UpsertJson(r);
   out["version"] = r.version;
   return JsonResponse(r.inserted ? 201 : 200, out);
@@ -228,6 +242,7 @@ Result<HttpResponse> UpsertBatch(RouteContext& ctx) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ContextStore> s, Open(ctx));
   STRATA_ASSIGN_OR_RETURN(std::vector<store::UpsertResult> results,
                           s->UpsertManyByExternalId(std::move(records)));
+  MergeIfDue(*s, ctx.Param("name"));
   Json out = Json::array();
   uint64_t version = s->version();
   for (const store::UpsertResult& r : results) {
@@ -255,6 +270,7 @@ Result<HttpResponse> Update(RouteContext& ctx) {
   STRATA_ASSIGN_OR_RETURN(
       std::optional<store::UpdateResult> r,
       id ? s->UpdateById(*id, patch) : s->UpdateByExternalId(*external_id, patch));
+  MergeIfDue(*s, ctx.Param("name"));
   if (!r) return JsonResponse(200, {{"version", s->version()}, {"updated", false}});
   return JsonResponse(200, {{"version", r->version},
                             {"updated", true},
@@ -328,6 +344,7 @@ Result<HttpResponse> GetPayload(RouteContext& ctx) {
 Result<HttpResponse> DeleteRecord(RouteContext& ctx) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ContextStore> s, Open(ctx));
   STRATA_ASSIGN_OR_RETURN(bool deleted, s->DeleteById(ctx.Param("id")));
+  MergeIfDue(*s, ctx.Param("name"));
   return JsonResponse(200, {{"deleted", deleted}, {"version", s->version()}});
 }
 
@@ -336,6 +353,7 @@ Result<HttpResponse> DeleteByExternalId(RouteContext& ctx) {
   if (p == nullptr) return Status::InvalidArgument("external_id is required");
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ContextStore> s, Open(ctx));
   STRATA_ASSIGN_OR_RETURN(bool deleted, s->DeleteByExternalId(p->value));
+  MergeIfDue(*s, ctx.Param("name"));
   return JsonResponse(200, {{"deleted", deleted}, {"version", s->version()}});
 }
 

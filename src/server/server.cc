@@ -74,7 +74,11 @@ Status ApplyEnvironment(ServerOptions* o, const std::function<const char*(const 
   str("INSTANCE_ID", &o->instance_id);
   str("STRATA_AUTH_TOKEN", &o->auth_token);
   STRATA_RETURN_IF_ERROR(num("ROLLOUT_MERGE_AFTER_GENERATIONS", &o->merge_after_generations));
+  STRATA_RETURN_IF_ERROR(
+      num("STRATA_CONTEXT_MERGE_AFTER_GENERATIONS", &o->context_merge_after_generations));
   STRATA_RETURN_IF_ERROR(num("ROLLOUT_MERGE_MAX_GENERATIONS", &o->merge_max_generations));
+  STRATA_RETURN_IF_ERROR(num("COMPACTION_INTERVAL_SECS", &o->compaction_interval_seconds));
+  STRATA_RETURN_IF_ERROR(num("MIN_FRAGMENTS", &o->compaction_min_fragments));
   STRATA_RETURN_IF_ERROR(num("ROLLOUT_MERGE_MAX_BYTES", &o->merge_max_bytes));
   STRATA_RETURN_IF_ERROR(num("ROLLOUT_WAL_PENDING_WARN_GENERATIONS", &o->pending_generations_warn));
   STRATA_RETURN_IF_ERROR(num("ROLLOUT_WAL_PENDING_MAX_GENERATIONS", &o->pending_generations_max));

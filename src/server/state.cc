@@ -195,6 +195,9 @@ Result<std::unique_ptr<ServerState>> ServerState::Open(ServerOptions options) {
   store::MaintenanceOptions maintenance;
   maintenance.flush_interval_seconds = state->options_.flush_interval_seconds;
   maintenance.cleanup_interval_seconds = state->options_.cleanup_interval_seconds;
+  maintenance.compaction.enabled = state->options_.compaction_interval_seconds > 0;
+  maintenance.compaction.check_interval_seconds = state->options_.compaction_interval_seconds;
+  maintenance.compaction.min_fragments = state->options_.compaction_min_fragments;
   STRATA_ASSIGN_OR_RETURN(state->maintenance_, store::Maintenance::Create(maintenance));
   return state;
 }
@@ -210,7 +213,9 @@ std::string ServerState::StorePrefix(StoreKind kind, std::string_view name) cons
 store::StorageBaseOptions ServerState::BaseOptions(StoreKind kind, std::string_view name) const {
   store::StorageBaseOptions base;
   base.shard_id = options_.instance_id;
-  base.merge_after_generations = options_.merge_after_generations;
+  base.merge_after_generations = kind == StoreKind::kContext
+                                     ? options_.context_merge_after_generations
+                                     : options_.merge_after_generations;
   base.merge_max_generations = options_.merge_max_generations;
   base.merge_max_bytes = options_.merge_max_bytes;
   base.merge_budget = merge_budget_;

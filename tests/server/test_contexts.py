@@ -2,7 +2,7 @@
 
 import json
 
-from conftest import b64
+from conftest import Server, b64
 
 BASE = "/api/v1/contexts"
 
@@ -214,3 +214,24 @@ def test_payload_route(server):
     assert r.error_message() == f"record '{ids[0]}' has no external payload reference to fetch"
     r = server.get(f"{BASE}/ctx/records/nope/payload")
     assert r.status == 404 and r.error_message() == "Record 'nope' does not exist"
+
+
+def test_context_writes_merge_once_eight_generations_pend(server, tmp_path):
+    """Every context add seals a generation; by default the write that makes 8 pending merges
+    them, so pending generations stay bounded. --context-merge-after-generations 0 turns it off."""
+    make(server)
+    for i in range(20):
+        add(server, [{"text_payload": f"t{i}"}])
+    stats = server.get(f"{BASE}/ctx/stats").json()
+    assert stats["rows"] == 20 and 0 < stats["pending_generations"] < 8, stats
+    listed = server.get(f"{BASE}/ctx/records", query={"limit": 100}).json()
+    assert len(listed["records"]) == 20
+
+    off = Server(str(tmp_path / "off"), args=["--context-merge-after-generations", "0"])
+    try:
+        make(off)
+        for i in range(10):
+            add(off, [{"text_payload": f"t{i}"}])
+        assert off.get(f"{BASE}/ctx/stats").json()["pending_generations"] == 10
+    finally:
+        assert off.stop() == 0
