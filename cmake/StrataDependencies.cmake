@@ -31,6 +31,14 @@ find_package(roaring CONFIG REQUIRED)
 find_package(Boost 1.74 REQUIRED)
 # SQLite (libsqlite3-dev): SQL over stores through virtual tables (src/sql).
 find_package(SQLite3 REQUIRED)
+# tcmalloc (libgoogle-perftools-dev, the minimal library without the profiler): the allocator
+# of the `strata` executable (strata_use_tcmalloc). Sanitizer builds keep their own allocator.
+if(NOT STRATA_SANITIZE)
+  find_library(STRATA_TCMALLOC_LIBRARY tcmalloc_minimal)
+  if(NOT STRATA_TCMALLOC_LIBRARY)
+    message(FATAL_ERROR "libtcmalloc_minimal not found: run scripts/setup (libgoogle-perftools-dev)")
+  endif()
+endif()
 if(STRATA_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
 endif()
