@@ -182,6 +182,7 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void ReadHeader() {
     busy_ = false;
+    body_unread_ = false;
     header_parser_.emplace();
     header_parser_->header_limit(64 * 1024);
     header_parser_->body_limit(std::numeric_limits<uint64_t>::max());
@@ -199,6 +200,7 @@ class Session : public std::enable_shared_from_this<Session> {
         busy_ = true;
         started_ = MonotonicSeconds();
         keep_alive_ = false;
+        body_unread_ = true;
         WriteResponse(PlainError(400, "INVALID_REQUEST", "malformed HTTP request"));
         return;
       }
@@ -448,6 +450,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // A response decided on the I/O thread (no handler ran).
   void Finish(HttpResponse response) {
+    body_unread_ = true;  // refused before or while its body was read
     if (on_done_) on_done_(response.status, MonotonicSeconds() - started_);
     on_done_ = nullptr;
     WriteResponse(std::move(response));
@@ -536,12 +539,44 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_response_.reset();
     stream_data_.reset();
     hold_.reset();
-    if (ec || !keep_alive_) {
+    if (!ec && !keep_alive_ && body_unread_) {
+      LingeringClose();
+    } else if (ec || !keep_alive_) {
       Close();
     } else {
       ReadHeader();
     }
     Release();
+  }
+
+  // Closing a socket that still holds unread request bytes sends a reset, which can destroy
+  // the response before the client reads it (a 413 for an upload that is still coming). So
+  // after such a response the sending side is shut down and what the client still sends is
+  // read and dropped, up to kLingerBytes or kLingerSeconds, before the socket is closed.
+  static constexpr size_t kLingerBytes = size_t{4} << 20;
+  static constexpr double kLingerSeconds = 2;
+  void LingeringClose() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) {
+      Close();
+      return;
+    }
+    linger_left_ = kLingerBytes;
+    if (!linger_buffer_) linger_buffer_ = std::make_unique<char[]>(kLingerChunk);
+    stream_.expires_after(Millis(kLingerSeconds));
+    DrainUntilClosed();
+  }
+  void DrainUntilClosed() {
+    stream_.async_read_some(asio::buffer(linger_buffer_.get(), kLingerChunk),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              if (ec || n >= self->linger_left_ || self->closed_) {
+                                self->Close();
+                                return;
+                              }
+                              self->linger_left_ -= n;
+                              self->DrainUntilClosed();
+                            });
   }
 
   // Ends the request's in-flight count (once).
@@ -587,6 +622,11 @@ class Session : public std::enable_shared_from_this<Session> {
   double started_ = 0;
   bool keep_alive_ = true;
   bool busy_ = false;
+  // The response was decided before the request's body was read to its end.
+  bool body_unread_ = false;
+  static constexpr size_t kLingerChunk = 16 * 1024;
+  std::unique_ptr<char[]> linger_buffer_;
+  size_t linger_left_ = 0;
   bool closed_ = false;
   // The request holds an in-flight count from its admission until its response is written or
   // its connection is gone with no handler running.

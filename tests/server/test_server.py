@@ -87,6 +87,18 @@ def test_declared_body_over_the_limit_is_413_before_reading(server):
     assert raw_request(server.port, head).startswith(b"HTTP/1.1 413")
 
 
+def test_refused_upload_still_being_sent_reads_its_413(server):
+    """A client that keeps sending the body of a refused upload still reads the 413: the
+    server reads and drops what follows (up to 4 MiB, 2 s) instead of resetting the
+    connection under the response."""
+    server.post("/api/v1/rollouts", {"name": "big"})
+    head = (b"POST /api/v1/rollouts/big/records HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 2147483648\r\n\r\n")
+    for _ in range(3):
+        resp = raw_request(server.port, head, [b"x" * (1 << 20)], pause=0.2)
+        assert resp.startswith(b"HTTP/1.1 413"), resp[:200]
+
+
 def test_stalled_body_gets_408_and_progressing_body_succeeds(tmp_path):
     s = Server(str(tmp_path / "data"), args=["--body-idle-timeout", "1"])
     try:
