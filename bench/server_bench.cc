@@ -300,6 +300,8 @@ class EmbeddedContextAdd : public Loop {
     for (const ContextRecord& r : rows) ids.push_back(r.id);
     const auto start = Clock::now();
     STRATA_RETURN_IF_ERROR(s_->Add(std::move(rows)).status());
+    // What the server's context routes do after each write (a no-op until the trigger is due).
+    STRATA_RETURN_IF_ERROR(s_->base().MaybeMerge().status());
     *micros = Seconds(start) * 1e6;
     ids_->insert(ids_->end(), ids.begin(), ids.end());
     return w_.batch;
@@ -365,13 +367,16 @@ class EmbeddedGet : public Loop {
 // ---- The run -------------------------------------------------------------------------------
 
 // The StorageBase options the server gives a handle (server::ServerOptions defaults), so the
-// embedded stores are configured as the server's are.
+// embedded stores are configured as the server's are: a context store's count trigger is
+// context_merge_after_generations, and like the server the embedded context adds merge right
+// after the write once it is due (EmbeddedContextAdd).
 store::StorageBaseOptions ServerLikeBase(const std::shared_ptr<store::Maintenance>& maintenance,
-                                         const std::shared_ptr<MergeBudget>& budget) {
+                                         const std::shared_ptr<MergeBudget>& budget, bool context) {
   const server::ServerOptions d;
   store::StorageBaseOptions base;
   base.shard_id = "default";
-  base.merge_after_generations = d.merge_after_generations;
+  base.merge_after_generations =
+      context ? d.context_merge_after_generations : d.merge_after_generations;
   base.merge_max_generations = d.merge_max_generations;
   base.merge_max_bytes = d.merge_max_bytes;
   base.merge_budget = budget;
@@ -568,13 +573,13 @@ int Run(const Config& config) {
     Status opened;
     if (rollout) {
       store::RolloutStoreOptions o;
-      o.base = ServerLikeBase(*maintenance, budget);
+      o.base = ServerLikeBase(*maintenance, budget, /*context=*/false);
       Result<std::unique_ptr<RolloutStore>> s = RolloutStore::Open(*objects, prefix, std::move(o));
       opened = s.status();
       if (s.ok()) rollouts = std::move(*s);
     } else {
       store::ContextStoreOptions o;
-      o.base = ServerLikeBase(*maintenance, budget);
+      o.base = ServerLikeBase(*maintenance, budget, /*context=*/true);
       o.embedding_dim = config.dim;
       Result<std::unique_ptr<ContextStore>> s = ContextStore::Open(*objects, prefix, std::move(o));
       opened = s.status();
@@ -742,7 +747,7 @@ int Run(const Config& config) {
     if (std::max(server_gens, embedded_gens) >= d.pending_generations_warn) {
       fmt::print(
           "  note: past the server's pending_generations_warn ({}); reads are refused past {} "
-          "(no merge trigger or cleanup sweeper by default)\n",
+          "(rollout stores have no count trigger or cleanup sweeper by default)\n",
           d.pending_generations_warn, d.pending_generations_max);
     }
     if (server_rollouts) (void)server_rollouts->Close();
