@@ -11,12 +11,13 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 namespace strata::bench::compare {
 
 std::string Step::key() const {
-  const char* name = WorkloadName(workload);  // "W2 puts" -> "W2"
-  std::string k(name, name + 2);
+  const std::string_view name = WorkloadName(workload);  // "W2 puts" -> "W2", "W10 sql" -> "W10"
+  std::string k(name.substr(0, name.find(' ')));
   if (workload == Workload::kPuts) k += fmt::format("x{}", writers);
   return k;
 }
