@@ -635,7 +635,8 @@ int main(int argc, char** argv) {
   app.add_option("--hybrid-dim", o.hybrid_dim, "W9 embedding dimensions (default 384)");
   app.add_option("--hybrid-queries", o.hybrid_queries, "W9 hybrid queries (default 100)");
   app.add_option("--hybrid-topics", o.hybrid_topics, "W9 topics, the filter's values (default 10)");
-  app.add_option("--sql-runs", o.sql_runs, "W10 runs of each SQL query, each timed (default 3)");
+  app.add_option("--sql-runs", o.sql_runs, "W10 runs of each SQL query, each timed (default 3)")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--seed", o.seed, "data set seed")->capture_default_str();
   app.add_option("--engines", o.engines, "comma-separated engines")->capture_default_str();
   app.add_option("--workloads", o.workloads,
