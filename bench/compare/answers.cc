@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -37,6 +38,8 @@ const char* WorkloadName(Workload w) {
       return "W8 vector";
     case Workload::kHybrid:
       return "W9 hybrid retrieve";
+    case Workload::kSql:
+      return "W10 sql";
   }
   return "W? unknown";
 }
@@ -153,6 +156,33 @@ Answer ExpectedVector(const Dataset& data) {
     lines += '\n';
   }
   return Answer{static_cast<int64_t>(queries), Sha256Hex(lines)};
+}
+
+Answer ExpectedSql(const Dataset& data) {
+  // Q1: count per (policy_version, role); Q2: count and max rollout_id per role of the rows
+  // with reward > 0.5. std::map orders as the queries' ORDER BY (byte-wise, ASCII values).
+  std::map<std::pair<std::string, std::string>, int64_t> q1;
+  struct RoleFigures {
+    int64_t count = 0;
+    std::string max_rollout;
+  };
+  std::map<std::string, RoleFigures> q2;
+  for (const BenchRow& r : data.rows) {
+    ++q1[{r.policy_version, r.role}];
+    if (r.reward > 0.5f) {
+      RoleFigures& f = q2[r.role];
+      ++f.count;
+      f.max_rollout = std::max(f.max_rollout, r.rollout_id);
+    }
+  }
+  std::string lines;
+  for (const auto& [key, count] : q1) {
+    lines += fmt::format("q1\t{}\t{}\t{}\n", key.first, key.second, count);
+  }
+  for (const auto& [role, f] : q2) {
+    lines += fmt::format("q2\t{}\t{}\t{}\n", role, f.count, f.max_rollout);
+  }
+  return Answer{static_cast<int64_t>(q1.size() + q2.size()), Sha256Hex(lines)};
 }
 
 namespace {

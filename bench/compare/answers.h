@@ -13,6 +13,9 @@ Answer ExpectedLookup(const Dataset& data);     // W4
 Answer ExpectedGetMany(const Dataset& data);    // W5
 Answer ExpectedOverwrite(const Dataset& data);  // W6 (count; total_rows = sizes.rows)
 Answer ExpectedVector(const Dataset& data);     // W8 (exact L2 in double precision)
+// W10: data.sql's two GROUP BY queries (Q1 per policy_version and role, Q2 per role over
+// reward > 0.5), aggregated here from data.rows; tied to the query texts of SqlSpec.
+Answer ExpectedSql(const Dataset& data);
 
 // W9's reference, per query the top_k ids of an exact hybrid retrieval over the records of
 // the query's topic (the candidates): a vector channel ranking every candidate by L2

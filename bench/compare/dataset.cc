@@ -358,6 +358,18 @@ std::string ScanSpec::Predicate() const {
   return fmt::format("policy_version = '{}' AND reward > {}", policy_version, reward_gt);
 }
 
+std::string SqlSpec::Query(size_t q, std::string_view table) const {
+  std::string out;
+  std::string_view text = queries.at(q);
+  for (size_t at; (at = text.find(kTablePlaceholder)) != std::string_view::npos;) {
+    out.append(text.substr(0, at));
+    out.append(table);
+    text.remove_prefix(at + kTablePlaceholder.size());
+  }
+  out.append(text);
+  return out;
+}
+
 int64_t Dataset::batch_count() const {
   const int64_t n = static_cast<int64_t>(rows.size());
   return sizes.batch_rows > 0 ? (n + sizes.batch_rows - 1) / sizes.batch_rows : 0;
@@ -519,6 +531,7 @@ nlohmann::json SizesJson(const DatasetSizes& s) {
           {"hybrid_dim", s.hybrid_dim},
           {"hybrid_queries", s.hybrid_queries},
           {"hybrid_topics", s.hybrid_topics},
+          {"sql_runs", s.sql_runs},
           {"seed", s.seed}};
 }
 
@@ -561,6 +574,8 @@ Status WriteDatasetFiles(const Dataset& data, const std::string& dir) {
   params["lookup_ids"] = data.lookup_ids;
   params["get_many_ids"] = data.get_many_ids;
   params["overwrite_rows"] = data.overwrite_rows.size();
+  params["sql"] = {{"queries", data.sql.queries},
+                   {"table_placeholder", std::string(SqlSpec::kTablePlaceholder)}};
   return WriteJson(dir + "/params.json", params);
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "strata/record_batch.h"
@@ -52,6 +53,7 @@ struct DatasetSizes {
   int hybrid_dim = 384;
   int hybrid_queries = 100;  // enough for a p99 that is not just the maximum
   int hybrid_topics = 10;
+  int sql_runs = 3;  // W10: runs of each query, each timed (p50 over runs)
   uint64_t seed = 20261130;
 };
 
@@ -65,6 +67,21 @@ struct ScanSpec {  // W3
   std::vector<std::string> columns = {"id", "sequence_order", "reward"};
   // As an SQL / strata expression: policy_version = 'v3' AND reward > 0.5
   std::string Predicate() const;
+};
+
+// W10: GROUP BY queries over W1's rows, the same text for every engine but the table's name,
+// written as kTablePlaceholder (strata's SQL reads `records`, SQLite's and DuckDB's table is
+// `rows`). They read policy_version, role, reward and rollout_id only: W6 leaves those as
+// they were. reward is k / 1024, so `reward > 0.5` is exact in float32 and double alike.
+struct SqlSpec {
+  static constexpr std::string_view kTablePlaceholder = "{table}";
+  std::vector<std::string> queries = {
+      "SELECT policy_version, role, count(*) FROM {table} GROUP BY policy_version, role "
+      "ORDER BY policy_version, role",
+      "SELECT role, count(*), max(rollout_id) FROM {table} WHERE reward > 0.5 GROUP BY role "
+      "ORDER BY role"};
+  // queries[q] with every kTablePlaceholder replaced by `table`.
+  std::string Query(size_t q, std::string_view table) const;
 };
 
 // W9's records and queries. Texts are 8..24 words drawn from a vocabulary of kHybridWords
@@ -101,6 +118,7 @@ struct Dataset {
   std::vector<float> queries;           // vector_queries x vector_dim
   HybridData hybrid;                    // W9
   ScanSpec scan;
+  SqlSpec sql;  // W10
 
   int64_t batch_count() const;
   int64_t LogicalBytes() const;  // of `rows`
@@ -128,7 +146,7 @@ Dataset GenerateDataset(const DatasetSizes& sizes);
 // float32, row-major), vector_ids.json, hybrid_vectors.f32 and hybrid_queries.f32 (W9, as
 // the W8 files), hybrid.json (W9: ids, texts, topic names, query_texts, query_topics as
 // names), and params.json (sizes, scan spec, lookup_ids, get_many_ids, expected answer
-// counts).
+// counts, and "sql": {"queries": [...], "table_placeholder": "{table}"} for W10).
 Status WriteDatasetFiles(const Dataset& data, const std::string& dir);
 
 }  // namespace strata::bench::compare

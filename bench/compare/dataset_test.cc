@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "answers.h"
@@ -144,6 +145,9 @@ TEST(CompareDatasetTest, FilesAreReadableArrowAndJson) {
   EXPECT_EQ(params["lookup_ids"].size(), d.lookup_ids.size());
   EXPECT_EQ(params["get_many_ids"].size(), d.get_many_ids.size());
   EXPECT_EQ(params["overwrite_rows"], d.overwrite_rows.size());
+  EXPECT_EQ(params["sizes"]["sql_runs"], d.sizes.sql_runs);
+  EXPECT_EQ(params["sql"]["queries"].get<std::vector<std::string>>(), d.sql.queries);
+  EXPECT_EQ(params["sql"]["table_placeholder"], "{table}");
   EXPECT_EQ(std::filesystem::file_size(dir / "vectors.f32"), d.vectors.size() * sizeof(float));
   EXPECT_EQ(params["sizes"]["hybrid_records"], d.sizes.hybrid_records);
   EXPECT_EQ(std::filesystem::file_size(dir / "hybrid_vectors.f32"),
@@ -208,6 +212,60 @@ TEST(CompareDatasetTest, HybridRecordsAndQueriesHaveTheirShape) {
   q = CheckHybrid(d, reference, wrong);
   EXPECT_EQ(q.outside_filter, 1);
   EXPECT_LT(q.recall, 1.0);
+}
+
+// W10's queries name their table through the placeholder, and its expected answer is the
+// lines engine.h defines: Q1 per (policy_version, role), Q2 per role over reward > 0.5 (0.5
+// itself excluded), each in its ORDER BY order.
+TEST(CompareDatasetTest, SqlQueriesAndTheirExpectedAnswer) {
+  const SqlSpec spec;
+  ASSERT_EQ(spec.queries.size(), 2u);
+  EXPECT_EQ(spec.Query(0, "rows"),
+            "SELECT policy_version, role, count(*) FROM rows GROUP BY policy_version, role "
+            "ORDER BY policy_version, role");
+  EXPECT_EQ(spec.Query(1, "records").find("{table}"), std::string::npos);
+  EXPECT_NE(spec.Query(1, "records").find("FROM records WHERE reward > 0.5"), std::string::npos);
+
+  Dataset d;
+  auto row = [](std::string pv, std::string role, float reward, std::string rollout) {
+    BenchRow r;
+    r.policy_version = std::move(pv);
+    r.role = std::move(role);
+    r.reward = reward;
+    r.rollout_id = std::move(rollout);
+    return r;
+  };
+  d.rows = {row("v1", "tool", 0.75f, "roll-0000002"), row("v0", "grade", 0.25f, "roll-0000001"),
+            row("v1", "tool", 0.5f, "roll-0000009"),
+            row("v0", "assistant", 0.5009765625f, "roll-0000003"),
+            row("v1", "tool", 0.875f, "roll-0000001")};
+  const Answer a = ExpectedSql(d);
+  EXPECT_EQ(a.count, 5);
+  EXPECT_EQ(a.digest, Sha256Hex("q1\tv0\tassistant\t1\n"
+                                "q1\tv0\tgrade\t1\n"
+                                "q1\tv1\ttool\t3\n"
+                                "q2\tassistant\t1\troll-0000003\n"
+                                "q2\ttool\t2\troll-0000002\n"));
+}
+
+// The W10 answer does not depend on whether W6 ran: its overwrites keep every column the
+// queries read.
+TEST(CompareDatasetTest, SqlAnswerIsTheSameAfterTheOverwrites) {
+  const Dataset d = GenerateDataset(Small());
+  Dataset overwritten = d;
+  std::unordered_map<std::string, const BenchRow*> by_id;
+  for (const BenchRow& r : d.overwrite_rows) by_id[r.id] = &r;
+  int replaced = 0;
+  for (BenchRow& r : overwritten.rows) {
+    auto it = by_id.find(r.id);
+    if (it == by_id.end()) continue;
+    r = *it->second;
+    ++replaced;
+  }
+  ASSERT_EQ(replaced, static_cast<int>(d.overwrite_rows.size()));
+  const Answer before = ExpectedSql(d);
+  EXPECT_EQ(before.count, 8 * 3 + 3);  // every (version, role) pair, then every role
+  EXPECT_EQ(ExpectedSql(overwritten), before);
 }
 
 Outcome Answered(Answer answer, int64_t total_rows = -1) {
@@ -282,6 +340,31 @@ TEST(CompareAnswersTest, DisagreementAndWrongRowCountsAreMismatches) {
   report.outcomes["W6"][1] = Outcome{};
   report.outcomes["W6"][1].kind = Outcome::Kind::kOk;  // ran, but gave no answer
   EXPECT_FALSE(CheckAnswers(&report));
+}
+
+// W10 is checked like W3-W6, under a key of its own ("W10", not W1's "W1").
+TEST(CompareAnswersTest, WrongSqlAnswerIsAMismatch) {
+  const Dataset d = GenerateDataset(Small());
+  EXPECT_EQ((Step{Workload::kSql, 0}).key(), "W10");
+  EXPECT_EQ((Step{Workload::kIngest, 0}).key(), "W1");
+  RunReport report;
+  report.sizes = d.sizes;
+  report.engines.resize(2);
+  report.engines[0].label = "strata";
+  report.engines[1].label = "duckdb";
+  report.steps = {{Workload::kIngest, 0}, {Workload::kSql, 0}};
+  report.expected["W10"] = ExpectedSql(d);
+  report.outcomes["W10"] = {Answered(ExpectedSql(d)), Answered(ExpectedSql(d))};
+  EXPECT_TRUE(CheckAnswers(&report));
+  ASSERT_EQ(report.checks.size(), 1u);
+  EXPECT_EQ(report.checks[0].step, "W10");
+  EXPECT_EQ(report.checks[0].engines_checked, 2);
+
+  Answer wrong = ExpectedSql(d);
+  wrong.digest = Sha256Hex("q1\tv0\tassistant\t0\n");
+  report.outcomes["W10"][1] = Answered(wrong);
+  EXPECT_FALSE(CheckAnswers(&report));
+  EXPECT_FALSE(report.checks[0].problems.empty());
 }
 
 }  // namespace

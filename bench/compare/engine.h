@@ -21,6 +21,15 @@
 //                 Each engine returns its top_k ids per query (result_ids); the driver
 //                 checks that every id matches the query's filter and measures recall@k
 //                 against an exact reference (answers.h ExpectedHybrid).
+//   W10 sql:      the queries of data.sql (dataset.h SqlSpec) over the table of W1's rows,
+//                 each run sizes.sql_runs times; per query q (1-based) in order, per result
+//                 row in the query's ORDER BY order, "q<q>\t<value>\t<value>..." with
+//                 integers in decimal, text as is, NULL as "NULL" (Q1 gives
+//                 "q1\tpolicy_version\trole\tcount", Q2 "q2\trole\tcount\tmax_rollout_id");
+//                 count = lines. Every run must return the same rows. latencies_us holds
+//                 query 1's runs, then query 2's (sql_runs each); ops = queries x runs.
+//                 Neither query reads sequence_order or text, the columns W6 changes, so
+//                 the answer is the same whether or not W6 ran.
 #pragma once
 
 #include <memory>
@@ -42,7 +51,8 @@ enum class Workload {
   kOverwrite,
   kCompact,
   kVector,
-  kHybrid
+  kHybrid,
+  kSql
 };
 const char* WorkloadName(Workload w);  // "W1 ingest", ...
 
@@ -68,7 +78,7 @@ struct StepResult {
   int64_t ops = 0;                   // operations timed (batches, puts, lookups, queries)
   int64_t rows = 0;                  // rows written or returned
   int64_t bytes = 0;                 // logical bytes written (W1, W2, W6)
-  std::optional<Answer> answer;      // W3-W6, W8
+  std::optional<Answer> answer;      // W3-W6, W8, W10
   int64_t total_rows = -1;           // W6
   std::string note;                  // anything the report should show beside the figure
   std::vector<std::vector<std::string>> result_ids;  // W9: ids returned, per query
@@ -110,6 +120,9 @@ class Engine {
   // W9: data.hybrid loaded untimed, then one hybrid query (text + vector + topic filter,
   // top_k) per query, timed each; result_ids filled.
   virtual Result<StepResult> HybridRetrieve(const Dataset& data) = 0;
+  // W10: the SQL queries of data.sql over the table holding W1's rows (after W7), each run
+  // sizes.sql_runs times and timed per run (parse, plan, execute, every result row read).
+  virtual Result<StepResult> Sql(const Dataset& data) = 0;
   virtual Status Close() = 0;
 };
 

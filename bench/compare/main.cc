@@ -45,7 +45,7 @@ struct Options {
   int64_t rows = -1, batch_rows = -1, lookups = -1, get_many_batches = -1, get_many_ids = -1,
           puts_per_writer = -1, vectors = -1, vector_dim = -1, vector_queries = -1, top_k = -1,
           hybrid_records = -1, hybrid_dim = -1, hybrid_queries = -1, hybrid_topics = -1,
-          floor_mib = -1;
+          sql_runs = -1, floor_mib = -1;
   std::vector<int> put_writers;
   double overwrite_fraction = -1;
   double puts_seconds = -1;
@@ -99,6 +99,7 @@ DatasetSizes SizesFrom(const Options& o) {
   set(o.hybrid_dim, s.hybrid_dim);
   set(o.hybrid_queries, s.hybrid_queries);
   set(o.hybrid_topics, s.hybrid_topics);
+  set(o.sql_runs, s.sql_runs);
   if (!o.put_writers.empty()) {
     s.put_writers.clear();
     for (int w : o.put_writers) {  // each count once: a step per count
@@ -141,8 +142,9 @@ Result<std::vector<std::string>> ParseEngines(const std::string& text) {
   return out;
 }
 
-// "all", or W1..W9 / names (ingest, puts, scan, lookup, get_many, overwrite, compact,
-// vector, retrieve), comma-separated. W3-W7 read what W1 wrote, so they bring W1 along.
+// "all", or W1..W10 / names (ingest, puts, scan, lookup, get_many, overwrite, compact,
+// vector, retrieve, sql), comma-separated. W3-W7 and W10 read what W1 wrote, so they bring W1
+// along.
 Result<std::set<Workload>> ParseWorkloads(const std::string& text) {
   static const std::vector<std::pair<Workload, std::vector<std::string>>> kNames = {
       {Workload::kIngest, {"w1", "ingest"}},
@@ -153,7 +155,8 @@ Result<std::set<Workload>> ParseWorkloads(const std::string& text) {
       {Workload::kOverwrite, {"w6", "overwrite"}},
       {Workload::kCompact, {"w7", "compact"}},
       {Workload::kVector, {"w8", "vector"}},
-      {Workload::kHybrid, {"w9", "retrieve", "hybrid"}}};
+      {Workload::kHybrid, {"w9", "retrieve", "hybrid"}},
+      {Workload::kSql, {"w10", "sql"}}};
   std::set<Workload> out;
   for (const std::string& w : SplitList(text)) {
     if (w == "all") {
@@ -168,10 +171,10 @@ Result<std::set<Workload>> ParseWorkloads(const std::string& text) {
       }
     }
     if (!found) {
-      return Status::InvalidArgument(fmt::format(
-          "unknown workload '{}' in --workloads (W1..W9, ingest, puts, scan, lookup, get_many, "
-          "overwrite, compact, vector, retrieve, all)",
-          w));
+      return Status::InvalidArgument(
+          fmt::format("unknown workload '{}' in --workloads (W1..W10, ingest, puts, scan, lookup, "
+                      "get_many, overwrite, compact, vector, retrieve, sql, all)",
+                      w));
     }
   }
   if (out.empty()) return Status::InvalidArgument("--workloads names no workload");
@@ -311,6 +314,8 @@ Result<StepResult> RunStep(Engine& engine, const Step& step, const Dataset& data
       return engine.VectorSearch(data);
     case Workload::kHybrid:
       return engine.HybridRetrieve(data);
+    case Workload::kSql:
+      return engine.Sql(data);
   }
   return Status::Internal("unknown workload");
 }
@@ -322,7 +327,15 @@ std::string Brief(const Step& step, const StepResult& r, const Dataset& data) {
     out += fmt::format(", {:.0f} rows/s, {}", static_cast<double>(data.rows.size()) / r.seconds,
                        FormatRate(static_cast<double>(data.LogicalBytes()) / r.seconds));
   }
-  if (!r.latencies_us.empty()) {
+  const size_t runs = static_cast<size_t>(std::max(1, data.sizes.sql_runs));
+  if (step.workload == Workload::kSql && r.latencies_us.size() == data.sql.queries.size() * runs) {
+    for (size_t q = 0; q < data.sql.queries.size(); ++q) {  // each query's runs in a row
+      const auto first = r.latencies_us.begin() + static_cast<std::ptrdiff_t>(q * runs);
+      const Latency l =
+          Summarize(std::vector<double>(first, first + static_cast<std::ptrdiff_t>(runs)));
+      out += fmt::format(", Q{} p50 {:.1f} ms", q + 1, l.p50_us / 1e3);
+    }
+  } else if (!r.latencies_us.empty()) {
     const Latency l = Summarize(r.latencies_us);
     out += fmt::format(", p50 {:.0f} us, p99 {:.0f} us", l.p50_us, l.p99_us);
   }
@@ -336,7 +349,7 @@ std::string Brief(const Step& step, const StepResult& r, const Dataset& data) {
 
 bool NeedsIngest(Workload w) {
   return w == Workload::kScan || w == Workload::kLookup || w == Workload::kGetMany ||
-         w == Workload::kOverwrite || w == Workload::kCompact;
+         w == Workload::kOverwrite || w == Workload::kCompact || w == Workload::kSql;
 }
 
 int Run(const Options& o) {
@@ -348,8 +361,8 @@ int Run(const Options& o) {
                       o.get_many_batches >= 0 || o.get_many_ids >= 0 || o.puts_per_writer >= 0 ||
                       o.vectors >= 0 || o.vector_dim >= 0 || o.vector_queries >= 0 ||
                       o.top_k >= 0 || o.hybrid_records >= 0 || o.hybrid_dim >= 0 ||
-                      o.hybrid_queries >= 0 || o.hybrid_topics >= 0 || !o.put_writers.empty() ||
-                      o.overwrite_fraction >= 0 || o.puts_seconds > 0;
+                      o.hybrid_queries >= 0 || o.hybrid_topics >= 0 || o.sql_runs >= 0 ||
+                      !o.put_writers.empty() || o.overwrite_fraction >= 0 || o.puts_seconds > 0;
   report.size_label =
       custom ? (o.quick ? "--quick with overrides" : "custom") : (o.quick ? "--quick" : "full");
   report.sizes = SizesFrom(o);
@@ -364,7 +377,7 @@ int Run(const Options& o) {
   std::set<Workload> selected = *workloads;
   if (!selected.count(Workload::kIngest) &&
       std::any_of(selected.begin(), selected.end(), NeedsIngest)) {
-    fmt::print("note: W3-W7 read the rows W1 ingests: adding W1\n");
+    fmt::print("note: W3-W7 and W10 read the rows W1 ingests: adding W1\n");
     selected.insert(Workload::kIngest);
   }
   for (Workload w : selected) {
@@ -443,6 +456,9 @@ int Run(const Options& o) {
         break;
       case Workload::kHybrid:
         hybrid_reference = ExpectedHybrid(data);
+        break;
+      case Workload::kSql:
+        report.expected[step.key()] = ExpectedSql(data);
         break;
       default:
         break;
@@ -619,11 +635,13 @@ int main(int argc, char** argv) {
   app.add_option("--hybrid-dim", o.hybrid_dim, "W9 embedding dimensions (default 384)");
   app.add_option("--hybrid-queries", o.hybrid_queries, "W9 hybrid queries (default 100)");
   app.add_option("--hybrid-topics", o.hybrid_topics, "W9 topics, the filter's values (default 10)");
+  app.add_option("--sql-runs", o.sql_runs, "W10 runs of each SQL query, each timed (default 3)")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--seed", o.seed, "data set seed")->capture_default_str();
   app.add_option("--engines", o.engines, "comma-separated engines")->capture_default_str();
   app.add_option("--workloads", o.workloads,
-                 "comma-separated: W1..W9 or ingest, puts, scan, lookup, get_many, overwrite, "
-                 "compact, vector, retrieve; all")
+                 "comma-separated: W1..W10 or ingest, puts, scan, lookup, get_many, overwrite, "
+                 "compact, vector, retrieve, sql; all")
       ->capture_default_str();
   app.add_option("--dir", o.dir,
                  "scratch directory, wiped and recreated (a non-empty one must carry the "

@@ -106,6 +106,7 @@ class NodeEngine final : public Engine {
   Result<StepResult> Compact() override { return Step({{"op", "compact"}}); }
   Result<StepResult> VectorSearch(const Dataset&) override { return Step({{"op", "vector"}}); }
   Result<StepResult> HybridRetrieve(const Dataset&) override { return Step({{"op", "hybrid"}}); }
+  Result<StepResult> Sql(const Dataset&) override { return Step({{"op", "sql"}}); }
 
   Status Close() override {
     if (pid_ <= 0) return Status::OK();

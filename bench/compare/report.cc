@@ -11,12 +11,13 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 namespace strata::bench::compare {
 
 std::string Step::key() const {
-  const char* name = WorkloadName(workload);  // "W2 puts" -> "W2"
-  std::string k(name, name + 2);
+  const std::string_view name = WorkloadName(workload);  // "W2 puts" -> "W2", "W10 sql" -> "W10"
+  std::string k(name.substr(0, name.find(' ')));
   if (workload == Workload::kPuts) k += fmt::format("x{}", writers);
   return k;
 }
@@ -45,7 +46,7 @@ namespace {
 
 bool HasAnswer(Workload w) {
   return w == Workload::kScan || w == Workload::kLookup || w == Workload::kGetMany ||
-         w == Workload::kOverwrite || w == Workload::kVector;
+         w == Workload::kOverwrite || w == Workload::kVector || w == Workload::kSql;
 }
 
 std::string Short(const std::string& digest) { return digest.substr(0, 12); }
@@ -210,6 +211,16 @@ std::optional<double> Bytes(int64_t b) {
   return MiB(static_cast<double>(b));
 }
 
+// W10: p50 or p99 of query q's runs (latencies_us holds each query's `runs` runs in a row,
+// engine.h).
+std::optional<double> QueryP(const StepResult& r, size_t q, int runs, bool p99, double scale) {
+  const size_t n = static_cast<size_t>(std::max(1, runs));
+  if (r.latencies_us.size() < (q + 1) * n) return std::nullopt;
+  const auto first = r.latencies_us.begin() + static_cast<std::ptrdiff_t>(q * n);
+  const Latency l = Summarize(std::vector<double>(first, first + static_cast<std::ptrdiff_t>(n)));
+  return (p99 ? l.p99_us : l.p50_us) * scale;
+}
+
 double Ops(const StepResult& r, double fallback) {
   if (r.ops > 0) return static_cast<double>(r.ops);
   if (!r.latencies_us.empty()) return static_cast<double>(r.latencies_us.size());
@@ -355,6 +366,19 @@ std::vector<Metric> MetricsFor(const Step& step, const RunReport& report) {
                    }});
       m.push_back(answer);
       break;
+    case Workload::kSql:
+      for (size_t q = 0; q < SqlSpec().queries.size(); ++q) {
+        for (const bool p99 : {false, true}) {
+          m.push_back({fmt::format("Q{} {} (ms)", q + 1, p99 ? "p99" : "p50"), Better::kLower,
+                       Format::kMillis, [&s, q, p99](const Ctx& c) {
+                         return QueryP(c.r(), q, s.sql_runs, p99, 1e-3);
+                       }});
+        }
+      }
+      m.push_back({"seconds (all runs)", Better::kLower, Format::kSeconds,
+                   [](const Ctx& c) { return std::optional<double>(c.r().seconds); }});
+      m.push_back(answer);
+      break;
   }
   return m;
 }
@@ -458,6 +482,12 @@ void PrintTable(const RunReport& report, Workload workload) {
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   }
   std::string title = WorkloadName(workload);
+  if (workload == Workload::kSql) {
+    title += fmt::format(
+        " (Q1 count(*) GROUP BY policy_version, role; Q2 count(*), max(rollout_id) WHERE "
+        "reward > 0.5 GROUP BY role; {} run{} of each)",
+        report.sizes.sql_runs, report.sizes.sql_runs == 1 ? "" : "s");
+  }
   if (workload == Workload::kPuts) {
     title += fmt::format(" (fdatasync floor p50 {:.0f} us = {:.0f} puts/s for one writer)",
                          report.machine.disk.fdatasync_4k_p50_us,
@@ -500,11 +530,13 @@ void PrintHeader(const RunReport& report) {
       "writer, at most {:.0f} s; W4 {} lookups (10% misses); W5 {} x {} ids; W6 {:.0f}% "
       "overwritten; W8 {} x {} "
       "float32 vectors, {} queries, top {}; W9 {} records (8-24 Zipf words, {} float32 dims, "
-      "{} topics), {} hybrid queries (2-3 words + vector + topic filter), top {}; seed {}\n",
+      "{} topics), {} hybrid queries (2-3 words + vector + topic filter), top {}; W10 {} SQL "
+      "queries, {} runs each; seed {}\n",
       s.rows, MiB(static_cast<double>(report.logical_bytes)), row_bytes, s.batch_rows,
       s.puts_per_writer, s.puts_seconds, s.lookups, s.get_many_batches, s.get_many_ids,
       100 * s.overwrite_fraction, s.vectors, s.vector_dim, s.vector_queries, s.top_k,
-      s.hybrid_records, s.hybrid_dim, s.hybrid_topics, s.hybrid_queries, s.top_k, s.seed);
+      s.hybrid_records, s.hybrid_dim, s.hybrid_topics, s.hybrid_queries, s.top_k,
+      SqlSpec().queries.size(), s.sql_runs, s.seed);
   fmt::print("engines:\n");
   for (const EngineColumn& e : report.engines) {
     if (!e.open_error.empty()) {
@@ -526,16 +558,16 @@ void PrintHeader(const RunReport& report) {
 }
 
 void PrintTables(const RunReport& report) {
-  for (Workload w :
-       {Workload::kIngest, Workload::kPuts, Workload::kScan, Workload::kLookup, Workload::kGetMany,
-        Workload::kOverwrite, Workload::kCompact, Workload::kVector, Workload::kHybrid}) {
+  for (Workload w : {Workload::kIngest, Workload::kPuts, Workload::kScan, Workload::kLookup,
+                     Workload::kGetMany, Workload::kOverwrite, Workload::kCompact,
+                     Workload::kVector, Workload::kHybrid, Workload::kSql}) {
     PrintTable(report, w);
   }
 }
 
 void PrintSummary(const RunReport& report) {
   fmt::print(
-      "\n== answers (W3-W6, W8): every engine against the answer computed from the data set; "
+      "\n== answers (W3-W6, W8, W10): every engine against the answer computed from the data set; "
       "W9: every engine answered every query, all ids within the query's filter\n");
   if (report.checks.empty()) fmt::print("  (no workload with answers was run)\n");
   for (const AnswerCheck& c : report.checks) {

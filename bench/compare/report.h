@@ -83,7 +83,7 @@ struct RunReport {
   std::optional<size_t> Reference() const;
 };
 
-// Compares every engine's answers for W3-W6 and W8 with each other and with the data set's,
+// Compares every engine's answers for W3-W6, W8 and W10 with each other and with the data set's,
 // and checks W9's results (every query answered, every id within the query's filter)
 // (and W6's total_rows with sizes.rows). Fills report->checks; true when all agree.
 bool CheckAnswers(RunReport* report);

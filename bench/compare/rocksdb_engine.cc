@@ -294,6 +294,12 @@ class RocksDbEngine final : public Engine {
         "a key-value store: no full-text or vector index to fuse (hybrid retrieval)");
   }
 
+  Result<StepResult> Sql(const Dataset&) override {
+    return StepResult::Unsupported(
+        "a key-value store: no SQL (a GROUP BY would be hand-written C++ over a full "
+        "iteration)");
+  }
+
   Status Close() override {
     return Guarded("rocksdb close", [&]() -> Status {
       if (!db_) return Status::OK();

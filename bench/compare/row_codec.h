@@ -1,6 +1,6 @@
-// What the SQLite and RocksDB engines share: the binary row value RocksDB stores, the token
-// blobs SQLite stores, brute-force L2 top-k for W8, the answer lines of engine.h and the
-// timed W4-W6 loops.
+// What the in-process engines share: the binary row value RocksDB stores, the token blobs
+// SQLite stores, brute-force L2 top-k for W8, the answer lines of engine.h and the timed
+// W4-W6 and W10 loops.
 #pragma once
 
 #include <algorithm>
@@ -387,6 +387,46 @@ inline Answer VectorAnswer(const std::vector<std::vector<std::string>>& results)
     text += '\n';
   }
   return Answer{static_cast<int64_t>(results.size()), Sha256Hex(text)};
+}
+
+// W10 for an engine whose `run(sql)` runs one statement and returns every result row, each
+// value as engine.h's answer text (Result<std::vector<std::vector<std::string>>>): query q
+// of data.sql with `table` for its table, sizes.sql_runs times in a row, each run timed
+// (latencies: query 1's runs, then query 2's; seconds: their sum). Every run must return the
+// same rows.
+template <typename Run>
+Result<StepResult> TimedSql(const Dataset& data, std::string_view table, Run&& run) {
+  const int runs = std::max(1, data.sizes.sql_runs);
+  StepResult r;
+  std::string lines;
+  for (size_t q = 0; q < data.sql.queries.size(); ++q) {
+    const std::string sql = data.sql.Query(q, table);
+    std::optional<std::vector<std::vector<std::string>>> first;
+    for (int i = 0; i < runs; ++i) {
+      const auto t0 = Clock::now();
+      STRATA_ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> rows, run(sql));
+      r.latencies_us.push_back(MicrosSince(t0));
+      if (!first) {
+        first = std::move(rows);
+      } else if (rows != *first) {
+        return Status::Internal("W10: run " + std::to_string(i + 1) + " of '" + sql +
+                                "' returned other rows than its first run");
+      }
+    }
+    for (const std::vector<std::string>& row : *first) {
+      lines += 'q' + std::to_string(q + 1);
+      for (const std::string& value : row) {
+        lines += '\t';
+        lines += value;
+      }
+      lines += '\n';
+    }
+    r.rows += static_cast<int64_t>(first->size());
+  }
+  for (double us : r.latencies_us) r.seconds += us / 1e6;  // the runs alone
+  r.ops = static_cast<int64_t>(r.latencies_us.size());
+  r.answer = Answer{r.rows, Sha256Hex(lines)};
+  return r;
 }
 
 }  // namespace strata::bench::compare::row_codec

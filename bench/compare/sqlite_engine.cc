@@ -195,7 +195,9 @@ class SqliteEngine final : public Engine {
            "carray); W6 INSERT .. ON CONFLICT(id) DO UPDATE (an upsert keeps the rowid; INSERT "
            "OR REPLACE would delete and reinsert) then read back with IN (256 ids); W7 "
            "wal_checkpoint(TRUNCATE), VACUUM, wal_checkpoint(TRUNCATE); W8 vectors(id TEXT "
-           "PRIMARY KEY, v BLOB float32), full scan per query with L2 in C++ (no extension)";
+           "PRIMARY KEY, v BLOB float32), full scan per query with L2 in C++ (no extension); W10 "
+           "the suite's GROUP BY queries over rows (table name substituted), each prepared and "
+           "stepped per run";
   }
   std::string version() const override { return std::string("SQLite ") + sqlite3_libversion(); }
 
@@ -343,6 +345,18 @@ class SqliteEngine final : public Engine {
         "no hybrid retrieval: no vector search to fuse with FTS5 (no vector extension loaded)");
   }
 
+  Result<StepResult> Sql(const Dataset& data) override {
+    return Guarded("sqlite W10 sql", [&]() -> Result<StepResult> {
+      STRATA_ASSIGN_OR_RETURN(
+          StepResult r, row_codec::TimedSql(
+                            data, "rows", [&](const std::string& sql) { return QueryRows(sql); }));
+      r.note =
+          "each statement prepared, stepped to the end and finalized per run, over the rowid "
+          "table rows (full scan: no index on policy_version, role or reward)";
+      return r;
+    });
+  }
+
   Status Close() override {
     return Guarded("sqlite close", [&]() -> Status {
       in_lists_.clear();
@@ -386,6 +400,28 @@ class SqliteEngine final : public Engine {
       }
       return Status::OK();
     });
+  }
+
+  // W10: every row of `sql`, each value as text (engine.h: NULL as "NULL", integers in
+  // decimal).
+  Result<std::vector<std::vector<std::string>>> QueryRows(const std::string& sql) {
+    STRATA_ASSIGN_OR_RETURN(StmtPtr stmt, Prepare(db(), sql));
+    const int columns = sqlite3_column_count(stmt.get());
+    std::vector<std::vector<std::string>> rows;
+    int rc;
+    while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+      std::vector<std::string>& row = rows.emplace_back();
+      for (int i = 0; i < columns; ++i) {
+        const int type = sqlite3_column_type(stmt.get(), i);
+        if (type == SQLITE_BLOB) {
+          return Status::Internal("W10: '" + sql +
+                                  "' returned a BLOB; its answer has no text form");
+        }
+        row.push_back(type == SQLITE_NULL ? std::string("NULL") : ColumnText(stmt.get(), i));
+      }
+    }
+    if (rc != SQLITE_DONE) return SqliteError(db(), rc, "W10 '" + sql + "'");
+    return rows;
   }
 
   // The sequence_order of `id` (the whole row is read into *row), or nullopt when absent.

@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -22,6 +23,7 @@
 #include <thread>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "../floor.h"
@@ -34,6 +36,7 @@
 #include "strata/object_store.h"
 #include "strata/record_batch.h"
 #include "strata/replication.h"
+#include "strata/sql.h"
 #include "strata/storage_base.h"
 #include "strata/table.h"
 #include "strata/type.h"
@@ -198,6 +201,15 @@ void AppendLookupLines(const std::vector<std::string>& ids, size_t first, size_t
       ++*count;
     }
   }
+}
+
+// A SQL result value as engine.h's W10 answer text.
+Result<std::string> SqlValueText(const sql::Value& value) {
+  if (std::holds_alternative<std::monostate>(value)) return std::string("NULL");
+  if (const auto* i = std::get_if<int64_t>(&value)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&value)) return fmt::format("{}", *d);
+  if (const auto* t = std::get_if<std::string>(&value)) return *t;
+  return Status::Internal("W10: a query returned a BLOB; its answer has no text form for it");
 }
 
 // Library calls may throw (std::bad_alloc, std::system_error from threads): turn that into a
@@ -753,6 +765,11 @@ class StrataEngine final : public Engine {
     return Guard("W9 hybrid", [&]() -> Result<StepResult> { return DoHybrid(data); });
   }
 
+  Result<StepResult> Sql(const Dataset& data) override {
+    if (const char* reason = WritesOnly()) return StepResult::Unsupported(reason);
+    return Guard("W10 sql", [&]() -> Result<StepResult> { return DoSql(data); });
+  }
+
   Status Close() override {
     return Guard("close", [&]() -> Status {
       Status st = follower_ != nullptr ? follower_->Stop() : Status::OK();
@@ -937,6 +954,53 @@ class StrataEngine final : public Engine {
         "query, same answers) p50 {:.0f} us p99 {:.0f} us",
         data.sizes.top_k, n, dim, kVectorLoadRecords, load_seconds, indexed, build_seconds,
         static_cast<double>(index_bytes) / 1048576.0, unindexed.p50_us, unindexed.p99_us);
+    return r;
+  }
+
+  // W10: each query through strata's public SQL API over the rows store (the generic store's
+  // StorageBase for strata-generic): SQLite over the virtual table `records`, which streams
+  // the store's batches with the query's filter and columns pushed down.
+  Result<StepResult> DoSql(const Dataset& data) {
+    STRATA_RETURN_IF_ERROR(CheckOpen());
+    sql::QueryOptions options;
+    options.max_rows = 0;                          // every result row
+    std::map<std::string, sql::QueryStats> stats;  // by query text: its last run's
+    STRATA_ASSIGN_OR_RETURN(
+        StepResult r,
+        row_codec::TimedSql(
+            data, sql::kRecordsTable,
+            [&](const std::string& text) -> Result<std::vector<std::vector<std::string>>> {
+              sql::QueryStats run_stats;
+              STRATA_ASSIGN_OR_RETURN(sql::QueryResult result,
+                                      sql::Query(*base(), text, options, &run_stats));
+              if (result.truncated) {
+                return Status::Internal(fmt::format("W10: '{}' was truncated", text));
+              }
+              std::vector<std::vector<std::string>> rows;
+              for (const std::vector<sql::Value>& row : result.rows) {
+                std::vector<std::string>& out = rows.emplace_back();
+                for (const sql::Value& value : row) {
+                  STRATA_ASSIGN_OR_RETURN(std::string v, SqlValueText(value));
+                  out.push_back(std::move(v));
+                }
+              }
+              stats[text] = std::move(run_stats);
+              return rows;
+            }));
+    std::vector<std::string> per_query;
+    for (size_t q = 0; q < data.sql.queries.size(); ++q) {
+      const sql::QueryStats& st = stats[data.sql.Query(q, sql::kRecordsTable)];
+      per_query.push_back(
+          fmt::format("Q{} handed SQLite {} of {} rows, columns {}, filter pushed to strata: {}",
+                      q + 1, st.rows_scanned, data.rows.size(), fmt::join(st.columns_read, ","),
+                      st.pushed_filters.empty() || st.pushed_filters == std::vector<std::string>{""}
+                          ? std::string("none")
+                          : fmt::format("{}", fmt::join(st.pushed_filters, " | "))));
+    }
+    r.note = fmt::format(
+        "strata::sql::Query per run (max_rows 0){}: SQLite over the virtual table `records` "
+        "streaming the store's batches; {}",
+        generic_ ? " over GenericStore::base()" : "", fmt::join(per_query, "; "));
     return r;
   }
 

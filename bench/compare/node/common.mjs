@@ -129,6 +129,23 @@ export class Inputs {
       return p;
     });
   }
+  // W10: {runs, query(q, table)}: the queries of params.json "sql" with the table's name in
+  // place of its placeholder, each run sizes.sql_runs times.
+  get sql() {
+    return this.#once('sql', () => {
+      const spec = this.params.sql;
+      const runs = this.params.sizes.sql_runs;
+      if (!spec || !Array.isArray(spec.queries) || typeof spec.table_placeholder !== 'string' ||
+          !Number.isInteger(runs) || runs < 1) {
+        throw new Error('params.json: "sql" {queries, table_placeholder} or sizes.sql_runs ' +
+                        'missing');
+      }
+      return {
+        runs, count: spec.queries.length,
+        query: (q, table) => spec.queries[q].replaceAll(spec.table_placeholder, table),
+      };
+    });
+  }
   get rows() { return this.#once('rows', () => readRowStream(path.join(this.dir, 'rows.arrows'))); }
   get overwrite() {
     return this.#once('overwrite', () => {
@@ -269,6 +286,23 @@ export function overwriteExpectation(batches) {
 // W8: results[q] = ids by ascending distance.
 export function vectorAnswer(results) {
   return {count: results.length, digest: digest(results.map((ids, q) => `${q}\t${ids.join(',')}`))};
+}
+
+// W10: one result value as answer text (engine.h): integers in decimal (DuckDB's BIGINT
+// count arrives as a bigint), text as is, NULL as "NULL".
+function sqlValueText(v) {
+  if (v === null || v === undefined) return 'NULL';
+  if (typeof v === 'bigint' || typeof v === 'number' || typeof v === 'string') return String(v);
+  throw new Error(`W10: a result value of type ${typeof v} has no answer text`);
+}
+
+// W10: results[q] = query q's rows (arrays of values) -> "q<q+1>\tv1\tv2..." lines.
+export function sqlAnswer(results) {
+  const lines = [];
+  results.forEach((rows, q) => {
+    for (const row of rows) lines.push([`q${q + 1}`, ...row.map(sqlValueText)].join('\t'));
+  });
+  return {count: lines.length, digest: digest(lines)};
 }
 
 export function sqlQuote(s) { return `'${String(s).replaceAll("'", "''")}'`; }

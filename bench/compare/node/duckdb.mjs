@@ -17,7 +17,8 @@ import * as duckdb from '@duckdb/node-api';
 
 import {
   digest, Inputs, logicalBytes, lookupLines, now, overwriteAnswer, overwriteExpectation,
-  packageVersion, putBytes, putsBudgetMs, scanAnswer, totalRows, unsupported, vectorAnswer,
+  packageVersion, putBytes, putsBudgetMs, scanAnswer, sqlAnswer, totalRows, unsupported,
+  vectorAnswer,
 } from './common.mjs';
 
 const DB_FILE = 'strata.duckdb';
@@ -104,7 +105,8 @@ class DuckEngine {
           'INTO rows SELECT * FROM stage per 256-row batch, read back 512 ids per IN list; W7 ' +
           'CHECKPOINT (DuckDB VACUUM does not return space to the file system); W8 table ' +
           'vectors(id VARCHAR, vector FLOAT[dim]) loaded untimed, SELECT id ORDER BY ' +
-          'array_distance(vector, $1::FLOAT[dim]), id LIMIT top_k (no index)',
+          'array_distance(vector, $1::FLOAT[dim]), id LIMIT top_k (no index); W10 the ' +
+          "suite's GROUP BY queries over rows (table name substituted), runAndReadAll per run",
       version:
           `@duckdb/node-api ${packageVersion('@duckdb/node-api')} (DuckDB ${duckdb.version()})`,
     };
@@ -337,6 +339,39 @@ class DuckEngine {
     return {
       seconds, ops: 1,
       note: 'CHECKPOINT folds the WAL into the database file (VACUUM would not shrink it)',
+    };
+  }
+
+  // W10: each query as DuckDB runs it natively, over the rows table, sizes.sql_runs times in a
+  // row; the result rows are read as JS values (count(*) is a BIGINT: a bigint) inside the
+  // timed run. Every run must return what the first did.
+  async sql() {
+    this.#requireOpen();
+    const spec = this.inputs.sql;
+    const latencies = [];
+    const results = [];
+    for (let q = 0; q < spec.count; q++) {
+      const text = spec.query(q, 'rows');
+      let first = null;
+      for (let run = 0; run < spec.runs; run++) {
+        const t0 = now();
+        const rows = (await this.conn.runAndReadAll(text)).getRowsJS();
+        latencies.push((now() - t0) * 1000);
+        const shown = JSON.stringify(rows, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
+        if (first === null) {
+          first = shown;
+          results.push(rows);
+        } else if (shown !== first) {
+          throw new Error(`W10: run ${run + 1} of "${text}" returned other rows than its first`);
+        }
+      }
+    }
+    const seconds = latencies.reduce((a, b) => a + b, 0) / 1e6;
+    const answer = sqlAnswer(results);
+    return {
+      seconds, latencies_us: latencies, ops: latencies.length, rows: answer.count, answer,
+      note: 'runAndReadAll(sql).getRowsJS() per run over the rows table (full columnar scan, ' +
+          'no index)',
     };
   }
 

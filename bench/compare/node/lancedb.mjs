@@ -363,6 +363,13 @@ class LanceEngine {
     };
   }
 
+  // W10: the Node SDK runs no SQL: a query takes a filter and a projection, and the only
+  // aggregate is countRows(filter), so a GROUP BY would be aggregated in JavaScript.
+  sql() {
+    if (this.lsm) return unsupported(LSM_UNREADABLE);
+    return unsupported('no SQL and no GROUP BY in the Node SDK (only countRows(filter))');
+  }
+
   async hybrid() {
     if (this.lsm) return unsupported(LSM_UNREADABLE);
     this.#requireOpen();

@@ -123,7 +123,7 @@ function main() {
     rows: opts.rows, batch_rows: 256, lookups: Math.min(1000, opts.rows), get_many_batches: 10,
     get_many_ids: Math.min(512, opts.rows), puts_per_writer: 20, put_writers: [1, 8],
     vectors: opts.vectors, vector_dim: opts.dim, vector_queries: opts.queries, top_k: 10,
-    seed: opts.seed,
+    sql_runs: 2, seed: opts.seed,
   };
   fs.mkdirSync(opts.out, {recursive: true});
 
@@ -190,6 +190,15 @@ function main() {
     lookup_ids: lookupIds,
     get_many_ids: getManyIds,
     overwrite_rows: overwriteRows.length,
+    sql: {  // dataset.h SqlSpec
+      queries: [
+        'SELECT policy_version, role, count(*) FROM {table} GROUP BY policy_version, role ' +
+            'ORDER BY policy_version, role',
+        'SELECT role, count(*), max(rollout_id) FROM {table} WHERE reward > 0.5 GROUP BY ' +
+            'role ORDER BY role',
+      ],
+      table_placeholder: '{table}',
+    },
   };
   fs.writeFileSync(path.join(opts.out, 'params.json'), JSON.stringify(params));
   console.error(`make-test-data: wrote ${rows.length} rows, ${sizes.vectors} vectors of dim ` +

@@ -91,6 +91,7 @@ async function main() {
     compact: () => engine.compact(),
     vector: () => engine.vector(),
     hybrid: () => engine.hybrid(),
+    sql: () => engine.sql(),
     close: () => (engine ? engine.close() : {}),
   };
 

@@ -1,6 +1,7 @@
 // Self-test of the Node peers: writes a small data set (make-test-data.mjs), runs every op on
 // lancedb, lancedb-lsm and duckdb through peer.mjs over the JSON-lines protocol, and fails
-// (exit 1) unless lancedb and duckdb give identical W3-W6 and W8 answers.
+// (exit 1) unless lancedb and duckdb give identical W3-W6 and W8 answers and duckdb's W10
+// answer equals the one aggregated here from rows.arrows.
 //
 //   node selftest.mjs [--rows 5000] [--vectors 2000] [--dim 64] [--keep]
 import {spawn, spawnSync} from 'node:child_process';
@@ -10,11 +11,13 @@ import path from 'node:path';
 import readline from 'node:readline';
 import {fileURLToPath} from 'node:url';
 
+import {readRowStream, sqlAnswer} from './common.mjs';
+
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const OPS = [
   {op: 'describe'}, {op: 'open'}, {op: 'ingest'}, {op: 'puts', writers: 1},
   {op: 'puts', writers: 8}, {op: 'scan'}, {op: 'lookup'}, {op: 'get_many'}, {op: 'overwrite'},
-  {op: 'compact'}, {op: 'vector'}, {op: 'close'},
+  {op: 'compact'}, {op: 'vector'}, {op: 'sql'}, {op: 'close'},
 ];
 const COMPARED = ['scan', 'lookup', 'get_many', 'overwrite', 'vector'];
 
@@ -55,6 +58,33 @@ async function runPeer(engine, dir, data) {
   return responses;
 }
 
+// W10's answer aggregated from the rows (the queries of make-test-data.mjs's params.json):
+// Q1 count per (policy_version, role), Q2 count and max rollout_id per role of reward > 0.5,
+// each ordered by its keys. W6 keeps these columns, so the answer holds after it.
+function expectedSql(rowsFile) {
+  const q1 = new Map();
+  const q2 = new Map();
+  for (const b of readRowStream(rowsFile).batches) {
+    const [pv, role, reward, rollout] =
+        ['policy_version', 'role', 'reward', 'rollout_id'].map((c) => b.getChild(c));
+    for (let i = 0; i < b.numRows; i++) {
+      const key = `${pv.get(i)}\t${role.get(i)}`;
+      q1.set(key, (q1.get(key) ?? 0) + 1);
+      if (reward.get(i) > 0.5) {
+        const f = q2.get(role.get(i)) ?? {count: 0, max: ''};
+        f.count++;
+        if (rollout.get(i) > f.max) f.max = rollout.get(i);
+        q2.set(role.get(i), f);
+      }
+    }
+  }
+  const byKey = (a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+  return sqlAnswer([
+    [...q1].sort(byKey).map(([key, n]) => [...key.split('\t'), n]),
+    [...q2].sort(byKey).map(([r, f]) => [r, f.count, f.max]),
+  ]);
+}
+
 function summary(engine, r) {
   const cell = (x) => {
     if (!x.ok) return 'ERROR';
@@ -62,7 +92,7 @@ function summary(engine, r) {
     return `${x.seconds.toFixed(3)}s`;
   };
   return `${engine.padEnd(12)} ` + ['ingest', 'puts1', 'puts8', 'scan', 'lookup', 'get_many',
-                                     'overwrite', 'compact', 'vector']
+                                     'overwrite', 'compact', 'vector', 'sql']
                                         .map((k) => `${k}=${cell(r[k])}`).join(' ');
 }
 
@@ -115,6 +145,17 @@ async function main() {
                       `${Math.floor(params.lookup_ids.length / 10)}`);
       }
     }
+    const sqlWant = expectedSql(path.join(data, 'rows.arrows'));
+    const sqlGot = duck.sql.answer;
+    if (!sqlGot || sqlGot.count !== sqlWant.count || sqlGot.digest !== sqlWant.digest) {
+      failures.push(`duckdb sql: answer ${JSON.stringify(sqlGot)}, the rows give ` +
+                    `${JSON.stringify(sqlWant)}`);
+    }
+    for (const engine of ['lancedb', 'lancedb-lsm']) {
+      if (results[engine].sql.supported !== false) {
+        failures.push(`${engine} sql: expected supported:false`);
+      }
+    }
     for (const op of COMPARED) {
       if (results['lancedb-lsm'][op].supported !== false) {
         failures.push(`lancedb-lsm ${op}: expected supported:false`);
@@ -131,7 +172,8 @@ async function main() {
     console.error(`selftest FAILED:\n  ${failures.join('\n  ')}`);
     process.exit(1);
   }
-  console.log('selftest passed: lancedb and duckdb agree on W3-W6 and W8');
+  console.log('selftest passed: lancedb and duckdb agree on W3-W6 and W8, duckdb W10 matches ' +
+              'the rows');
 }
 
 main().catch((e) => {
