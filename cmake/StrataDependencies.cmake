@@ -31,9 +31,12 @@ find_package(roaring CONFIG REQUIRED)
 find_package(Boost 1.74 REQUIRED)
 # SQLite (libsqlite3-dev): SQL over stores through virtual tables (src/sql).
 find_package(SQLite3 REQUIRED)
+# simdjson (libsimdjson-dev): the server's fast path for rollout upload bodies.
+find_package(simdjson CONFIG REQUIRED)
 # tcmalloc (libgoogle-perftools-dev, the minimal library without the profiler): the allocator
-# of the `strata` executable (strata_use_tcmalloc). Sanitizer builds keep their own allocator.
-if(NOT STRATA_SANITIZE)
+# of the `strata` executable (strata_use_tcmalloc). Sanitizer and fuzz builds keep their own
+# allocator.
+if(NOT STRATA_SANITIZE AND NOT STRATA_BUILD_FUZZ)
   find_library(STRATA_TCMALLOC_LIBRARY tcmalloc_minimal)
   if(NOT STRATA_TCMALLOC_LIBRARY)
     message(FATAL_ERROR "libtcmalloc_minimal not found: run scripts/setup (libgoogle-perftools-dev)")

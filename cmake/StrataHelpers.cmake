@@ -197,9 +197,9 @@ endfunction()
 # threads allocating and freeing request-sized buffers contend in glibc's arenas: with
 # tcmalloc, strata-server-bench's rollout adds at 64 clients ran ~40% faster on both the HTTP
 # and the embedded side (docs/benchmarks.md). Libraries never pick an allocator: embedding
-# programs choose their own. Sanitizer builds keep the sanitizer's allocator.
+# programs choose their own. Sanitizer and fuzz builds keep the sanitizer's allocator.
 function(strata_use_tcmalloc target)
-  if(STRATA_TCMALLOC_LIBRARY)
+  if(STRATA_TCMALLOC_LIBRARY AND NOT STRATA_SANITIZE AND NOT STRATA_BUILD_FUZZ)
     target_link_libraries(${target} PRIVATE ${STRATA_TCMALLOC_LIBRARY})
   endif()
 endfunction()

@@ -70,6 +70,15 @@ Result<store::ContextPatch> ContextPatchFromJson(const Json& body, std::string_v
 // RolloutRecordToJson body reads back to the same record.
 Result<store::RolloutRecord> RolloutRecordFromJson(const Json& body, int64_t now_micros,
                                                    std::string_view where);
+// The records of an AddRolloutsRequest body ({"records": [...]}) read straight from its
+// bytes, or nullopt when this fast path declines: it returns records only when parsing the
+// body as a tree and RolloutRecordFromJson on each element would give the very same ones, and
+// declines everything else (any error, duplicate keys, relationships, JSON-valued metadata,
+// floats in integer fields, bodies over kFastRolloutBodyMax), which the caller then parses as
+// a tree (dto_rollout_fast.cc).
+inline constexpr size_t kFastRolloutBodyMax = size_t{64} << 20;
+std::optional<std::vector<store::RolloutRecord>> FastRolloutRecords(std::string_view body,
+                                                                    int64_t now_micros);
 // RolloutRecordDto: every field; binary_payload only when the record holds one (the key is
 // left out otherwise, as the reference does for rows read without their blob).
 Json RolloutRecordToJson(const store::RolloutRecord& record);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -601,6 +602,159 @@ TEST(RolloutRecordDtoTest, IntegralFloatsAreTakenForIntegers) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->sequence_order, 2);
   EXPECT_EQ(parsed->payload_size, 1000);
+}
+
+// --- The fast path of rollout upload bodies ------------------------------------------------
+
+// FastRolloutRecords' contract: records only when the tree path (parse, then
+// RolloutRecordFromJson per element) gives the very same ones. Returns whether it took them.
+bool FastPathIsExact(const std::string& body) {
+  std::optional<std::vector<RolloutRecord>> fast = FastRolloutRecords(body, kNow);
+  if (!fast) return false;
+  Json tree;
+  try {
+    tree = Json::parse(body);
+  } catch (const Json::exception& e) {
+    ADD_FAILURE() << "the fast path took a body the tree path cannot parse: " << body;
+    return true;
+  }
+  const Json& records = tree["records"];
+  EXPECT_EQ(records.size(), fast->size()) << body;
+  for (size_t i = 0; i < records.size() && i < fast->size(); ++i) {
+    Result<RolloutRecord> slow = RolloutRecordFromJson(records[i], kNow, "records[0]");
+    EXPECT_TRUE(slow.ok()) << "the fast path took a record the tree path refuses: " << body;
+    if (slow.ok()) {
+      EXPECT_TRUE(*slow == (*fast)[i]) << body;
+      // == takes -0.0 for 0.0; the written form does not.
+      EXPECT_EQ(RolloutRecordToJson(*slow).dump(), RolloutRecordToJson((*fast)[i]).dump());
+    }
+  }
+  return true;
+}
+
+std::string Records(const std::string& record) { return R"({"records": [)" + record + "]}"; }
+
+TEST(FastRolloutRecordsTest, OrdinaryBodiesTakeTheFastPathAndEqualTheTreePath) {
+  RolloutRecord r = FullRolloutRecord();
+  r.relationships.emplace();  // relationships, non-finite floats and JSON metadata decline
+  r.ref_logprobs = std::vector<float>{-1.5F, 0.0F};
+  r.metadata.reset();
+  const std::string full = RolloutRecordToJson(r).dump();
+  EXPECT_TRUE(FastPathIsExact(Records(full)));
+  EXPECT_TRUE(FastPathIsExact(Records(full + "," + full + ",{\"id\":\"x\",\"rollout_id\":\"y\"}")));
+  EXPECT_TRUE(FastPathIsExact(Records(R"({"id": "t", "rollout_id": "r"})")));
+  EXPECT_TRUE(
+      FastPathIsExact(
+          R"({"other": {"x": [1, 2]}, "records": [{"id": "t", "rollout_id": "r", "unknown": [{}],
+          "content": "caf\u00e9 \ud83d\ude00 \"q\" \\ \n\t\u0000 end", "role": null,
+          "reward": 1, "advantage": 1e-3, "score": 3.4e38, "raw_reward": -0.1,
+          "sequence_order": -5, "payload_size": 9007199254740993, "created_at": 17,
+          "problem_id": null, "relationships": [], "metadata": null,
+          "output_logprobs": [0, -1, 0.5, 12345678901234567890], "loss_mask": [-128, 127],
+          "include_in_training": true, "user_metadata": "{\"kept\": \"verbatim\"}",
+          "binary_payload": "AAH+", "created_at": null}]})") == false);  // created_at twice
+  EXPECT_TRUE(FastPathIsExact(
+      R"({"records": [{"id": "t", "rollout_id": "r",
+          "content": "caf\u00e9 \ud83d\ude00 \"q\" \\ \n\t\u0000 end", "role": null,
+          "reward": 1, "advantage": 1e-3, "score": 3.4e38, "raw_reward": -0.1,
+          "sequence_order": -5, "payload_size": 9007199254740993, "created_at": 17,
+          "problem_id": null, "relationships": [], "metadata": null,
+          "output_logprobs": [0, -1, 0.5, 12345678901234567890], "loss_mask": [-128, 127],
+          "include_in_training": true, "user_metadata": "{\"kept\": \"verbatim\"}",
+          "binary_payload": "AAH+"}]})"));
+  EXPECT_TRUE(FastPathIsExact(
+      Records(R"({"id": "t", "rollout_id": "r", "created_at": "2026-01-05T09:30:00+02:00"})")));
+}
+
+TEST(FastRolloutRecordsTest, EverythingElseDeclines) {
+  const std::vector<std::string> bodies = {
+      "",
+      "[]",
+      "{}",
+      "null",
+      R"({"records": null})",
+      R"({"records": []})",
+      R"({"records": {}})",
+      R"({"records": [1]})",
+      R"({"records": [{"id": "a", "rollout_id": "r"}], "records": [{"id": "b", "rollout_id": "r"}]})",
+      Records(R"({"id": "a", "id": "b", "rollout_id": "r"})"),
+      Records(R"({"id": "", "rollout_id": "r"})"),
+      Records(R"({"id": "a"})"),
+      Records(R"({"id": "a", "rollout_id": null})"),
+      Records(R"({"id": 1, "rollout_id": "r"})"),
+      Records(R"({"id": "a", "rollout_id": "r", "sequence_order": 2.0})"),
+      Records(R"({"id": "a", "rollout_id": "r", "sequence_order": 2147483648})"),
+      Records(R"({"id": "a", "rollout_id": "r", "payload_size": 9223372036854775808})"),
+      Records(R"({"id": "a", "rollout_id": "r", "reward": "NaN"})"),
+      Records(R"({"id": "a", "rollout_id": "r", "reward": -0.0})"),
+      Records(R"({"id": "a", "rollout_id": "r", "reward": 1e39})"),
+      Records(R"({"id": "a", "rollout_id": "r", "reward": true})"),
+      Records(R"({"id": "a", "rollout_id": "r", "metadata": {"a": 1}})"),
+      Records(R"({"id": "a", "rollout_id": "r", "user_metadata": {"a": 1}})"),
+      Records(R"({"id": "a", "rollout_id": "r", "relationships": [{"target_id": "b"}]})"),
+      Records(R"({"id": "a", "rollout_id": "r", "input_tokens": [1, null]})"),
+      Records(R"({"id": "a", "rollout_id": "r", "input_tokens": [1.0]})"),
+      Records(R"({"id": "a", "rollout_id": "r", "loss_mask": [128]})"),
+      Records(R"({"id": "a", "rollout_id": "r", "output_logprobs": ["NaN"]})"),
+      Records(R"({"id": "a", "rollout_id": "r", "binary_payload": "not base64!"})"),
+      Records(R"({"id": "a", "rollout_id": "r", "created_at": "yesterday"})"),
+      Records(R"({"id": "a", "rollout_id": "r", "created_at": 1.5})"),
+      Records(R"({"id": "a", "rollout_id": "r", "include_in_training": 1})"),
+      Records(R"({"id": "a", "rollout_id": "r"})") + " trailing",
+      Records(R"({"id": "a", "rollout_id": "r", "content": "\ud800"})"),
+      Records("{\"id\": \"a\", \"rollout_id\": \"r\", \"content\": \"\xC3\x28\"}"),
+      Records(R"({"id": "a", "rollout_id": "r"})").substr(1),
+      Records(R"({"id": "a", "rollout_id": "r", "n": 1e999})"),
+  };
+  for (const std::string& body : bodies) {
+    EXPECT_FALSE(FastRolloutRecords(body, kNow).has_value()) << body;
+  }
+}
+
+// Random records over values of every kind, valid and not: whatever the fast path takes, the
+// tree path gives identically, and it takes the ordinary ones.
+TEST(FastRolloutRecordsTest, RandomBodiesNeverDifferFromTheTreePath) {
+  const std::vector<std::string> strings = {
+      R"("")",       R"("x")",     R"("caf\u00e9")",
+      R"("a\"b\\")", "null",       "1",
+      "1.0",         "-0",         "[]",
+      "{}",          "true",       R"("2026-01-05T09:30:00Z")",
+      R"("AAH+")",   "2147483647", "-129",
+      "3.5e38",      "-1e-45",     R"("NaN")"};
+  const std::vector<std::string> arrays = {"[]",        "[1, 2, 3]", "[-128, 127]",  "[0.5, -1]",
+                                           "[1, null]", "null",      "[2147483648]", "[1.0]"};
+  const std::vector<std::string> keys = {
+      "problem_id",   "dataset",  "sequence_order",      "role",
+      "created_at",   "content",  "user_metadata",       "num_input_tokens",
+      "advantage",    "reward",   "include_in_training", "binary_payload",
+      "payload_size", "metadata", "relationships",       "unknown_key"};
+  const std::vector<std::string> array_keys = {"input_tokens", "output_tokens", "loss_mask",
+                                               "output_logprobs", "ref_logprobs"};
+  std::mt19937_64 rng(20261204);
+  auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+  int fast = 0;
+  constexpr int kBodies = 3000;
+  for (int b = 0; b < kBodies; ++b) {
+    std::string records;
+    const int n = 1 + static_cast<int>(rng() % 3);
+    for (int i = 0; i < n; ++i) {
+      std::string record =
+          rng() % 16 == 0 ? R"({"id": "")" : R"({"id": "t)" + std::to_string(i) + "\"";
+      if (rng() % 16 != 0) record += R"(, "rollout_id": "r")";
+      const int fields = static_cast<int>(rng() % 4);
+      for (int f = 0; f < fields; ++f) {
+        if (rng() % 2 == 0) {
+          record += ", \"" + pick(keys) + "\": " + pick(strings);
+        } else {
+          record += ", \"" + pick(array_keys) + "\": " + pick(arrays);
+        }
+      }
+      records += (i > 0 ? "," : "") + record + "}";
+    }
+    if (FastPathIsExact(R"({"records": [)" + records + "]}")) ++fast;
+  }
+  // Not vacuous: a good share of the bodies are ordinary enough for the fast path.
+  EXPECT_GT(fast, kBodies / 20);
 }
 
 // --- Datagen events ---------------------------------------------------------------------------

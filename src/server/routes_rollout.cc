@@ -155,8 +155,14 @@ Result<HttpResponse> Append(RouteContext& ctx) {
   const int64_t now = ctx.state.NowMicros();
   std::vector<RolloutRecord> records;
   if (lower.rfind("application/json", 0) == 0 || lower.empty()) {
-    STRATA_ASSIGN_OR_RETURN(Json body, ParseJsonBody(ctx.request));
-    STRATA_ASSIGN_OR_RETURN(records, RecordsFromJson(body, now));
+    // Most bodies are read straight into records; the rest (and every error) as a tree.
+    std::optional<std::vector<RolloutRecord>> fast = FastRolloutRecords(ctx.request.body, now);
+    if (fast) {
+      records = std::move(*fast);
+    } else {
+      STRATA_ASSIGN_OR_RETURN(Json body, ParseJsonBody(ctx.request));
+      STRATA_ASSIGN_OR_RETURN(records, RecordsFromJson(body, now));
+    }
   } else if (lower.rfind("multipart/form-data", 0) == 0) {
     STRATA_ASSIGN_OR_RETURN(records, RecordsFromMultipart(ctx.request, content_type, now));
   } else {
