@@ -102,14 +102,17 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--context-merge-after-generations", o.context_merge_after_generations,
                   "Merge a context store's shard after this many pending generations (0: off)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--compaction-interval", o.compaction_interval_seconds,
                   "Seconds between compaction checks of open stores (0: off; env "
                   "COMPACTION_INTERVAL_SECS)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--compaction-min-fragments", o.compaction_min_fragments,
                   "Compact a store once its base table has this many fragments (env "
                   "MIN_FRAGMENTS)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--cache-capacity", o.cache_capacity, "Open store handles kept per kind")
       ->capture_default_str();

@@ -394,7 +394,14 @@ class Session : public std::enable_shared_from_this<Session> {
     if (server_->draining.load()) keep_alive_ = false;
     chunked_ = std::move(writer);
     chunked_head_.emplace(static_cast<http::status>(head.status), 11);
-    SetHeaders(&*chunked_head_, head);
+    try {
+      SetHeaders(&*chunked_head_, head);
+    } catch (const std::exception& e) {
+      // Beast refuses some header values: end the connection (Close marks the writer gone).
+      spdlog::error("{} {}: writing the response: {}", request_.method, request_.path, e.what());
+      Close();
+      return;
+    }
     chunked_head_->chunked(true);
     chunked_serializer_.emplace(*chunked_head_);
     stream_.expires_after(Millis(server_->options.write_idle_timeout_seconds));
@@ -535,6 +542,7 @@ class Session : public std::enable_shared_from_this<Session> {
     chunked_head_.reset();
     chunked_.reset();
     chunked_header_sent_ = false;
+    std::string().swap(chunk_);
     stream_serializer_.reset();
     stream_response_.reset();
     stream_data_.reset();
