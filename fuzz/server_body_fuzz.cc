@@ -1,14 +1,18 @@
 // Fuzz target for the HTTP server's request bodies (src/server/dto.h, multipart.h): the first
 // byte picks the body kind, the rest is the body. JSON bodies go through the write routes'
 // parsers (context add and patch, rollout add, datagen events); whatever parses must write
-// back to JSON that parses to the same JSON again. Multipart bodies are split at a fixed
-// boundary and every part must lie inside the body.
+// back to JSON that parses to the same JSON again. Every JSON body also goes through the rollout
+// upload's fast path (FastRolloutRecords), which may take it only when the tree path gives the
+// very same records. Multipart bodies are split at a fixed boundary and every part must lie
+// inside the body.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fuzz_targets.h"
 #include "server/dto.h"
@@ -40,7 +44,31 @@ Status RoundTrip(const server::Json& body, const Parse& parse, const Write& writ
   return Status::OK();
 }
 
+// FastRolloutRecords takes a body only when parsing it as a tree and RolloutRecordFromJson on
+// each element of its "records" gives the very same records (and so the same JSON).
+void CheckFastRollout(std::string_view text) {
+  std::optional<std::vector<store::RolloutRecord>> fast = server::FastRolloutRecords(text, kNow);
+  if (!fast) return;
+  const server::Json body = server::Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) Die("the rollout fast path took a body that is not JSON");
+  const auto it = body.find("records");
+  if (it == body.end() || !it->is_array() || it->size() != fast->size()) {
+    Die("the rollout fast path read other records than the body holds");
+  }
+  const auto replace = server::Json::error_handler_t::replace;
+  for (size_t i = 0; i < fast->size(); ++i) {
+    Result<store::RolloutRecord> slow = server::RolloutRecordFromJson((*it)[i], kNow, "records");
+    if (!slow.ok()) Die("the rollout fast path took a record the tree path refuses");
+    if (!(*slow == (*fast)[i]) ||
+        server::RolloutRecordToJson(*slow).dump(-1, ' ', false, replace) !=
+            server::RolloutRecordToJson((*fast)[i]).dump(-1, ' ', false, replace)) {
+      Die("the rollout fast path and the tree path read different records");
+    }
+  }
+}
+
 Status CheckJson(uint8_t kind, std::string_view text) {
+  CheckFastRollout(text);
   server::Json body = server::Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return Status::InvalidArgument("not JSON");
   switch (kind % 4) {
