@@ -82,8 +82,10 @@ struct Reader {
     if (v.get_bool().get(b) != sj::SUCCESS) ok = false;
     return b;
   }
-  template <typename T>
-  std::optional<std::vector<T>> IntArray(sj::dom::element v) {
+  // An array of `read(element)`; declines null elements (the tree path's message) and
+  // anything `read` declines.
+  template <typename T, typename Read>
+  std::optional<std::vector<T>> Array(sj::dom::element v, const Read& read) {
     if (v.is_null()) return std::nullopt;
     sj::dom::array a;
     if (v.get_array().get(a) != sj::SUCCESS) {
@@ -94,35 +96,29 @@ struct Reader {
     out.reserve(a.size());
     for (sj::dom::element e : a) {
       if (e.is_null()) {
-        ok = false;  // the tree path's message
-        return std::nullopt;
-      }
-      std::optional<int64_t> n =
-          Integer(e, std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
-      if (!ok) return std::nullopt;
-      out.push_back(static_cast<T>(*n));
-    }
-    return out;
-  }
-  std::optional<std::vector<float>> FloatArray(sj::dom::element v) {
-    if (v.is_null()) return std::nullopt;
-    sj::dom::array a;
-    if (v.get_array().get(a) != sj::SUCCESS) {
-      ok = false;
-      return std::nullopt;
-    }
-    std::vector<float> out;
-    out.reserve(a.size());
-    for (sj::dom::element e : a) {
-      if (e.is_null()) {
         ok = false;
         return std::nullopt;
       }
-      std::optional<float> f = Float(e);
-      if (!ok) return std::nullopt;
-      out.push_back(*f);
+      std::optional<T> element = read(e);
+      if (!ok || !element) {
+        ok = false;
+        return std::nullopt;
+      }
+      out.push_back(*element);
     }
     return out;
+  }
+  template <typename T>
+  std::optional<std::vector<T>> IntArray(sj::dom::element v) {
+    return Array<T>(v, [this](sj::dom::element e) -> std::optional<T> {
+      std::optional<int64_t> n =
+          Integer(e, std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+      if (!n) return std::nullopt;
+      return static_cast<T>(*n);
+    });
+  }
+  std::optional<std::vector<float>> FloatArray(sj::dom::element v) {
+    return Array<float>(v, [this](sj::dom::element e) { return Float(e); });
   }
 };
 

@@ -634,6 +634,18 @@ bool FastPathIsExact(const std::string& body) {
 
 std::string Records(const std::string& record) { return R"({"records": [)" + record + "]}"; }
 
+// One record with a value of each kind the fast path reads, unknown keys and nulls.
+std::string EveryKindOfValue() {
+  return R"({"id": "t", "rollout_id": "r", "unknown": [{}],
+    "content": "caf\u00e9 \ud83d\ude00 \"q\" \\ \n\t\u0000 end", "role": null,
+    "reward": 1, "advantage": 1e-3, "score": 3.4e38, "raw_reward": -0.1,
+    "sequence_order": -5, "payload_size": 9007199254740993, "created_at": 17,
+    "problem_id": null, "relationships": [], "metadata": null,
+    "output_logprobs": [0, -1, 0.5, 12345678901234567890], "loss_mask": [-128, 127],
+    "include_in_training": true, "user_metadata": "{\"kept\": \"verbatim\"}",
+    "binary_payload": "AAH+"})";
+}
+
 TEST(FastRolloutRecordsTest, OrdinaryBodiesTakeTheFastPathAndEqualTheTreePath) {
   RolloutRecord r = FullRolloutRecord();
   r.relationships.emplace();  // relationships, non-finite floats and JSON metadata decline
@@ -644,24 +656,7 @@ TEST(FastRolloutRecordsTest, OrdinaryBodiesTakeTheFastPathAndEqualTheTreePath) {
   EXPECT_TRUE(FastPathIsExact(Records(full + "," + full + ",{\"id\":\"x\",\"rollout_id\":\"y\"}")));
   EXPECT_TRUE(FastPathIsExact(Records(R"({"id": "t", "rollout_id": "r"})")));
   EXPECT_TRUE(
-      FastPathIsExact(
-          R"({"other": {"x": [1, 2]}, "records": [{"id": "t", "rollout_id": "r", "unknown": [{}],
-          "content": "caf\u00e9 \ud83d\ude00 \"q\" \\ \n\t\u0000 end", "role": null,
-          "reward": 1, "advantage": 1e-3, "score": 3.4e38, "raw_reward": -0.1,
-          "sequence_order": -5, "payload_size": 9007199254740993, "created_at": 17,
-          "problem_id": null, "relationships": [], "metadata": null,
-          "output_logprobs": [0, -1, 0.5, 12345678901234567890], "loss_mask": [-128, 127],
-          "include_in_training": true, "user_metadata": "{\"kept\": \"verbatim\"}",
-          "binary_payload": "AAH+", "created_at": null}]})") == false);  // created_at twice
-  EXPECT_TRUE(FastPathIsExact(
-      R"({"records": [{"id": "t", "rollout_id": "r",
-          "content": "caf\u00e9 \ud83d\ude00 \"q\" \\ \n\t\u0000 end", "role": null,
-          "reward": 1, "advantage": 1e-3, "score": 3.4e38, "raw_reward": -0.1,
-          "sequence_order": -5, "payload_size": 9007199254740993, "created_at": 17,
-          "problem_id": null, "relationships": [], "metadata": null,
-          "output_logprobs": [0, -1, 0.5, 12345678901234567890], "loss_mask": [-128, 127],
-          "include_in_training": true, "user_metadata": "{\"kept\": \"verbatim\"}",
-          "binary_payload": "AAH+"}]})"));
+      FastPathIsExact(R"({"other": {"x": [1, 2]}, "records": [)" + EveryKindOfValue() + "]}"));
   EXPECT_TRUE(FastPathIsExact(
       Records(R"({"id": "t", "rollout_id": "r", "created_at": "2026-01-05T09:30:00+02:00"})")));
 }
@@ -678,6 +673,8 @@ TEST(FastRolloutRecordsTest, EverythingElseDeclines) {
       R"({"records": [1]})",
       R"({"records": [{"id": "a", "rollout_id": "r"}], "records": [{"id": "b", "rollout_id": "r"}]})",
       Records(R"({"id": "a", "id": "b", "rollout_id": "r"})"),
+      Records(EveryKindOfValue().substr(0, EveryKindOfValue().size() - 1) +
+              R"(, "created_at": null})"),
       Records(R"({"id": "", "rollout_id": "r"})"),
       Records(R"({"id": "a"})"),
       Records(R"({"id": "a", "rollout_id": null})"),
