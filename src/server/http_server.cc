@@ -632,7 +632,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool busy_ = false;
   // The response was decided before the request's body was read to its end.
   bool body_unread_ = false;
-  static constexpr size_t kLingerChunk = 16 * 1024;
+  static constexpr size_t kLingerChunk = size_t{16} * 1024;
   std::unique_ptr<char[]> linger_buffer_;
   size_t linger_left_ = 0;
   bool closed_ = false;
