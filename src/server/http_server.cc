@@ -223,6 +223,7 @@ class Session : public std::enable_shared_from_this<Session> {
       request_.headers.emplace_back(std::move(name), std::string(field.value()));
     }
     request_.remote = remote_;
+    http10_ = header.version() < 11;
     keep_alive_ = header.keep_alive() && !server_->draining.load();
 
     Admission admission = server_->admitter(request_);
@@ -402,7 +403,13 @@ class Session : public std::enable_shared_from_this<Session> {
       Close();
       return;
     }
-    chunked_head_->chunked(true);
+    if (http10_) {
+      // HTTP/1.0 has no chunked encoding: the body ends when the connection closes.
+      keep_alive_ = false;
+      chunked_head_->keep_alive(false);
+    } else {
+      chunked_head_->chunked(true);
+    }
     chunked_serializer_.emplace(*chunked_head_);
     stream_.expires_after(Millis(server_->options.write_idle_timeout_seconds));
     http::async_write_header(stream_, *chunked_serializer_,
@@ -423,21 +430,30 @@ class Session : public std::enable_shared_from_this<Session> {
     switch (chunked_->Take(&chunk_)) {
       case SessionChunkWriter::Next::kWait:
         return;
-      case SessionChunkWriter::Next::kChunk:
+      case SessionChunkWriter::Next::kChunk: {
         chunk_writing_ = true;
         stream_.expires_after(Millis(server_->options.write_idle_timeout_seconds));
-        asio::async_write(stream_, http::make_chunk(asio::buffer(chunk_)),
-                          [self = shared_from_this()](beast::error_code ec, size_t) {
-                            self->chunk_writing_ = false;
-                            if (ec) {
-                              self->Close();
-                              return;
-                            }
-                            self->Pump();
-                          });
+        auto written = [self = shared_from_this()](beast::error_code ec, size_t) {
+          self->chunk_writing_ = false;
+          if (ec) {
+            self->Close();
+            return;
+          }
+          self->Pump();
+        };
+        if (http10_) {
+          asio::async_write(stream_, asio::buffer(chunk_), std::move(written));
+        } else {
+          asio::async_write(stream_, http::make_chunk(asio::buffer(chunk_)), std::move(written));
+        }
         return;
+      }
       case SessionChunkWriter::Next::kLast:
         if (handler_running_) return;
+        if (http10_) {
+          AfterWrite({});  // not kept alive: closing the connection ends the body
+          return;
+        }
         chunk_writing_ = true;
         stream_.expires_after(Millis(server_->options.write_idle_timeout_seconds));
         asio::async_write(stream_, http::make_chunk_last(),
@@ -655,6 +671,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::response_serializer<http::empty_body>> chunked_serializer_;
   bool chunked_header_sent_ = false;
   bool chunk_writing_ = false;
+  bool http10_ = false;  // the request is HTTP/1.0: a streamed body is close-delimited
   std::string chunk_;
 };
 

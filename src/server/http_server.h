@@ -29,8 +29,9 @@ namespace strata::server {
 
 struct HttpResponse;
 
-// A response body sent while it is produced (chunked transfer encoding), for results too large
-// to hold in memory. A handler gets one from HttpRequest::begin_chunked and writes to it from
+// A response body sent while it is produced (chunked transfer encoding; to an HTTP/1.0 request,
+// which has none, a body that ends when the connection closes), for results too large to hold
+// in memory. A handler gets one from HttpRequest::begin_chunked and writes to it from
 // its worker thread; the connection's I/O thread sends the chunks.
 class ChunkWriter {
  public:

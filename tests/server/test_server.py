@@ -260,7 +260,8 @@ def test_sql_route(server):
 
 def test_sql_large_result_is_sent_chunked(server):
     """A result past 256 KiB is sent chunked as SQLite produces it; the connection stays usable,
-    and a query failing after the first chunk ends the connection with the body truncated."""
+    and a query failing after the first chunk ends the connection with the body truncated. To
+    an HTTP/1.0 client (no chunked encoding) the body ends when the connection closes."""
     server.post("/api/v1/rollouts", {"name": "big"})
     numbers = ("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 50000) ")
     conn = server.connection()
@@ -303,6 +304,24 @@ def test_sql_large_result_is_sent_chunked(server):
     finally:
         conn.close()
     assert server.get("/health").status == 200
+    # HTTP/1.0 has no chunked encoding: the large result's body ends with the connection.
+    body = json.dumps({"sql": numbers + "SELECT x, printf('%040d', x) AS pad FROM n",
+                       "max_rows": 60000}).encode()
+    head = (b"POST /api/v1/rollouts/big/sql HTTP/1.0\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+    try:
+        sock.sendall(head + body)
+        data = b""
+        while chunk := sock.recv(1 << 16):
+            data += chunk
+    finally:
+        sock.close()
+    header, _, payload = data.partition(b"\r\n\r\n")
+    assert header.startswith(b"HTTP/1.1 200"), header
+    assert b"transfer-encoding" not in header.lower() and b"content-length" not in header.lower()
+    result = json.loads(payload)
+    assert result["row_count"] == 50000 and result["rows"][-1][0] == 50000
 
 
 def test_drain_finishes_an_upload_already_admitted(tmp_path):
