@@ -89,7 +89,7 @@ struct MaintenanceProgress {
 class Maintenance {
  public:
   // Starts the worker and timer threads. InvalidArgument for negative or non-finite
-  // intervals or threads < 1.
+  // intervals, threads < 1, or an enabled compaction policy with min_fragments < 1.
   static Result<std::shared_ptr<Maintenance>> Create(MaintenanceOptions options = {});
   // Stops (as Stop).
   ~Maintenance();

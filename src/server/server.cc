@@ -91,14 +91,6 @@ Status ApplyEnvironment(ServerOptions* o, const std::function<const char*(const 
   STRATA_RETURN_IF_ERROR(num("ROLLOUT_LARGE_BLOB_LOG_BYTES", &o->large_blob_log_bytes));
   STRATA_RETURN_IF_ERROR(num("REQUEST_BODY_IDLE_TIMEOUT_SECS", &o->body_idle_timeout_seconds));
   if (o->cache_capacity == 0) o->cache_capacity = 2000;
-  if (o->compaction_min_fragments < 1) {
-    return Status::InvalidArgument(
-        fmt::format("MIN_FRAGMENTS must be at least 1, got {}", o->compaction_min_fragments));
-  }
-  if (o->compaction_interval_seconds < 0 || o->context_merge_after_generations < 0) {
-    return Status::InvalidArgument(
-        "COMPACTION_INTERVAL_SECS and STRATA_CONTEXT_MERGE_AFTER_GENERATIONS must not be negative");
-  }
   return Status::OK();
 }
 

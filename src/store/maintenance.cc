@@ -497,6 +497,11 @@ Result<std::shared_ptr<Maintenance>> Maintenance::Create(MaintenanceOptions opti
     return Status::InvalidArgument(
         fmt::format("maintenance needs at least 1 thread, got {}", options.threads));
   }
+  if (options.compaction.enabled && options.compaction.min_fragments < 1) {
+    return Status::InvalidArgument(
+        fmt::format("maintenance compaction needs min_fragments >= 1, got {}",
+                    options.compaction.min_fragments));
+  }
   auto state = std::make_unique<State>();
   state->clock = options.clock != nullptr ? options.clock : SystemClock();
   state->metrics = options.metrics != nullptr ? options.metrics : &DefaultMetrics();

@@ -63,6 +63,10 @@ TEST_F(MaintenanceTest, CreateRejectsBadOptions) {
   options = Off();
   options.cleanup_interval_seconds = -1;
   EXPECT_TRUE(Maintenance::Create(options).status().IsInvalidArgument());
+  options = Off();
+  options.compaction.enabled = true;
+  options.compaction.min_fragments = 0;
+  EXPECT_TRUE(Maintenance::Create(options).status().IsInvalidArgument());
 }
 
 TEST_F(MaintenanceTest, FlushPassSealsDeferredRows) {
