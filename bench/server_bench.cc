@@ -370,21 +370,12 @@ class EmbeddedGet : public Loop {
 // ---- The run -------------------------------------------------------------------------------
 
 // The StorageBase options the server gives a handle (server::ServerOptions defaults), so the
-// embedded stores are configured as the server's are: a context store's count trigger is
-// context_merge_after_generations, and like the server the embedded context adds merge right
-// after the write once it is due (EmbeddedContextAdd).
+// embedded stores are configured as the server's are; like the server's context routes, the
+// embedded context adds merge right after the write once it is due (EmbeddedContextAdd).
 store::StorageBaseOptions ServerLikeBase(const std::shared_ptr<store::Maintenance>& maintenance,
                                          const std::shared_ptr<MergeBudget>& budget, bool context) {
-  const server::ServerOptions d;
-  store::StorageBaseOptions base;
-  base.shard_id = "default";
-  base.merge_after_generations =
-      context ? d.context_merge_after_generations : d.merge_after_generations;
-  base.merge_max_generations = d.merge_max_generations;
-  base.merge_max_bytes = d.merge_max_bytes;
+  store::StorageBaseOptions base = server::ServerStoreOptions(server::ServerOptions{}, context);
   base.merge_budget = budget;
-  base.pending_generations_warn = d.pending_generations_warn;
-  base.pending_generations_max = d.pending_generations_max;
   base.maintenance = maintenance;
   return base;
 }

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "strata/status.h"
+#include "strata/storage_base.h"
 
 namespace strata::server {
 
@@ -76,6 +77,14 @@ struct ServerOptions {
 // unset variable. InvalidArgument naming the variable for a value that does not parse.
 Status ApplyEnvironment(ServerOptions* options,
                         const std::function<const char*(const char*)>& getenv);
+
+// The StorageBase options the server derives from `options` for a handle of a context store
+// (`context_store`) or of the other kinds: shard instance_id ("default" when empty), the count
+// trigger (context_merge_after_generations for contexts, merge_after_generations otherwise),
+// the merge bounds and the pending-generation bounds. The server adds its merge budget, its
+// maintenance component and a display name. Programs that open stores beside a server with the
+// server's settings (strata-server-bench's embedded side) start from it.
+store::StorageBaseOptions ServerStoreOptions(const ServerOptions& options, bool context_store);
 
 class Server {
  public:

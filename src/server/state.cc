@@ -210,17 +210,21 @@ std::string ServerState::StorePrefix(StoreKind kind, std::string_view name) cons
   return fmt::format("{}.{}/", name, KindName(kind));
 }
 
-store::StorageBaseOptions ServerState::BaseOptions(StoreKind kind, std::string_view name) const {
+store::StorageBaseOptions ServerStoreOptions(const ServerOptions& options, bool context_store) {
   store::StorageBaseOptions base;
-  base.shard_id = options_.instance_id;
-  base.merge_after_generations = kind == StoreKind::kContext
-                                     ? options_.context_merge_after_generations
-                                     : options_.merge_after_generations;
-  base.merge_max_generations = options_.merge_max_generations;
-  base.merge_max_bytes = options_.merge_max_bytes;
+  base.shard_id = options.instance_id.empty() ? std::string("default") : options.instance_id;
+  base.merge_after_generations =
+      context_store ? options.context_merge_after_generations : options.merge_after_generations;
+  base.merge_max_generations = options.merge_max_generations;
+  base.merge_max_bytes = options.merge_max_bytes;
+  base.pending_generations_warn = options.pending_generations_warn;
+  base.pending_generations_max = options.pending_generations_max;
+  return base;
+}
+
+store::StorageBaseOptions ServerState::BaseOptions(StoreKind kind, std::string_view name) const {
+  store::StorageBaseOptions base = ServerStoreOptions(options_, kind == StoreKind::kContext);
   base.merge_budget = merge_budget_;
-  base.pending_generations_warn = options_.pending_generations_warn;
-  base.pending_generations_max = options_.pending_generations_max;
   base.maintenance = maintenance_;
   base.display_name = fmt::format("{}/{}", KindName(kind), name);
   return base;
