@@ -213,6 +213,19 @@ std::string RecordsTarget(std::string_view kind) {
   return fmt::format("/api/v1/{}s/{}/records", kind, kStoreName);
 }
 
+// POSTs `body` to `target` on `client`, timing the round trip into *micros; the response
+// body of a 201, an error for any other status.
+Result<std::string> PostRecords(HttpClient& client, const std::string& target, std::string body,
+                                double* micros) {
+  std::string response;
+  const auto start = Clock::now();
+  STRATA_ASSIGN_OR_RETURN(int status,
+                          client.Send(http::verb::post, target, std::move(body), &response));
+  *micros = Seconds(start) * 1e6;
+  if (status != 201) return Status::Internal(fmt::format("HTTP {}: {}", status, response));
+  return response;
+}
+
 class HttpRolloutAdd : public Loop {
  public:
   HttpRolloutAdd(uint16_t port, const Workload& w, std::atomic<int64_t>* next)
@@ -220,12 +233,7 @@ class HttpRolloutAdd : public Loop {
   Status Prepare() override { return client_.Connect(port_); }
   Result<int64_t> Step(double* micros) override {
     w_.RolloutBody(next_->fetch_add(w_.batch), &body_);
-    std::string response;
-    const auto start = Clock::now();
-    STRATA_ASSIGN_OR_RETURN(int status,
-                            client_.Send(http::verb::post, target_, std::move(body_), &response));
-    *micros = Seconds(start) * 1e6;
-    if (status != 201) return Status::Internal(fmt::format("HTTP {}: {}", status, response));
+    STRATA_RETURN_IF_ERROR(PostRecords(client_, target_, std::move(body_), micros).status());
     return w_.batch;
   }
 
@@ -265,12 +273,8 @@ class HttpContextAdd : public Loop {
   Status Prepare() override { return client_.Connect(port_); }
   Result<int64_t> Step(double* micros) override {
     w_.ContextBody(next_->fetch_add(w_.batch), &body_);
-    std::string response;
-    const auto start = Clock::now();
-    STRATA_ASSIGN_OR_RETURN(int status,
-                            client_.Send(http::verb::post, target_, std::move(body_), &response));
-    *micros = Seconds(start) * 1e6;
-    if (status != 201) return Status::Internal(fmt::format("HTTP {}: {}", status, response));
+    STRATA_ASSIGN_OR_RETURN(std::string response,
+                            PostRecords(client_, target_, std::move(body_), micros));
     Json j = Json::parse(response, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object() || !j["ids"].is_array() ||
         j["ids"].size() != static_cast<size_t>(w_.batch)) {
