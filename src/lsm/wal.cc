@@ -119,11 +119,18 @@ namespace {
 
 // One Append call waiting in the queue; lives on its caller's stack until it is done (so
 // does the payload it views).
+constexpr int kQueued = 0;
+constexpr int kDone = 1;
+constexpr int kLead = 2;
+
 struct PendingRecord {
   WalRecordKind kind;
   std::string_view payload;
   const std::function<void(const pb::WalPosition&)>* on_durable;
-  bool done = false;  // set by the leader that wrote (or failed) it
+  // kQueued until the leader that wrote (or failed) it sets kDone, or the leader that ends
+  // hands it the lead (kLead). Set and notified under the writer's mutex, which the waiter
+  // takes again before it returns, so the record outlives the notification.
+  std::atomic<int> state{kQueued};
   Status status;
   pb::WalPosition end;
   // With a file schema: the record batch messages (with rows) and the dictionary batch
@@ -268,12 +275,23 @@ struct WalWriter::Impl {
 
   // Waits until no leader runs and takes the role.
   void BecomeLeader() STRATA_REQUIRES(mu) {
+    ++lead_waiters;
     while (leader_active) cv.Wait(mu);
+    --lead_waiters;
     leader_active = true;
   }
+  // Hands the lead to the oldest queued Append, which alone wakes (waking every waiter to
+  // race for the mutex cost ~10 futex calls per group under load), unless a RollSegment
+  // waits for it: then the roll leads next and hands over to the queue when it ends.
   void EndLeadership() STRATA_REQUIRES(mu) {
+    if (lead_waiters == 0 && !queue.empty()) {
+      PendingRecord* next = queue.front();
+      next->state.store(kLead, std::memory_order_release);
+      next->state.notify_one();
+      return;  // leader_active stays set: the lead passed on
+    }
     leader_active = false;
-    cv.SignalAll();
+    cv.SignalAll();  // RollSegment and Close wait on the condition variable
   }
 
   const std::shared_ptr<ObjectStore> store;
@@ -291,6 +309,8 @@ struct WalWriter::Impl {
   std::deque<PendingRecord*> queue STRATA_GUARDED_BY(mu);
   // True while one thread (an Append leader, RollSegment or Close) owns the segment state.
   bool leader_active STRATA_GUARDED_BY(mu) = false;
+  // Threads in BecomeLeader waiting for the lead.
+  int lead_waiters STRATA_GUARDED_BY(mu) = 0;
   bool closed STRATA_GUARDED_BY(mu) = false;
   pb::WalPosition last_position STRATA_GUARDED_BY(mu);
   // Segments this writer ended with a footer.
@@ -365,10 +385,16 @@ Result<pb::WalPosition> WalWriter::AppendView(
     return Status::InvalidArgument(fmt::format("WAL writer of epoch {} is closed", w.epoch));
   }
   w.queue.push_back(&record);
-  while (!record.done && w.leader_active) w.cv.Wait(w.mu);
-  if (!record.done) {
-    // Leader: the queue holds this record and everything that arrived before it.
+  if (w.leader_active) {
+    // Another thread leads: wait until it wrote this record or handed this thread the lead.
+    w.mu.Unlock();
+    record.state.wait(kQueued, std::memory_order_acquire);
+    w.mu.Lock();
+  } else {
     w.leader_active = true;
+  }
+  if (record.state.load(std::memory_order_relaxed) != kDone) {
+    // Leader: the queue holds this record and everything that arrived since.
     std::vector<PendingRecord*> group(w.queue.begin(), w.queue.end());
     w.queue.clear();
     w.mu.Unlock();
@@ -376,7 +402,8 @@ Result<pb::WalPosition> WalWriter::AppendView(
     w.mu.Lock();
     for (PendingRecord* member : group) {
       member->status = s;
-      member->done = true;
+      member->state.store(kDone, std::memory_order_release);
+      member->state.notify_one();
     }
     if (s.ok()) w.last_position = group.back()->end;
     w.EndLeadership();
