@@ -201,5 +201,7 @@ endfunction()
 function(strata_use_tcmalloc target)
   if(STRATA_TCMALLOC_LIBRARY AND NOT STRATA_SANITIZE AND NOT STRATA_BUILD_FUZZ)
     target_link_libraries(${target} PRIVATE ${STRATA_TCMALLOC_LIBRARY})
+    # Its thread-cache budget, set before main() (src/util/tcmalloc_tuning.cc).
+    target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src/util/tcmalloc_tuning.cc)
   endif()
 endfunction()

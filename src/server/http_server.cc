@@ -183,6 +183,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReadHeader() {
     busy_ = false;
     body_unread_ = false;
+    // An idle connection keeps at most kMaxReadCapacity of read buffer.
+    if (buffer_.size() == 0 && buffer_.capacity() > kMaxReadCapacity) buffer_.shrink_to_fit();
     header_parser_.emplace();
     header_parser_->header_limit(64 * 1024);
     header_parser_->body_limit(std::numeric_limits<uint64_t>::max());
@@ -249,6 +251,7 @@ class Session : public std::enable_shared_from_this<Session> {
     body_parser_.emplace(std::move(*header_parser_));
     header_parser_.reset();
     body_parser_->body_limit(admission.body_limit);
+    ReserveForBody();
     const std::string_view expect = request_.Header("expect");
     if (beast::iequals(beast::string_view(expect.data(), expect.size()), "100-continue")) {
       auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
@@ -265,7 +268,34 @@ class Session : public std::enable_shared_from_this<Session> {
     ReadBody();
   }
 
+  // Beast reads at most the read buffer's free capacity (but at least 512 bytes) per receive, and
+  // the buffer only grows as far as headers needed: a 20 KB body would take ~40 receives, each a
+  // trip through the reactor. Room for the whole body (up to kMaxReadCapacity) makes it one or two.
+  void ReserveForBody() {
+    const auto length = body_parser_->content_length();         // boost::optional
+    const uint64_t body = length ? *length : kMaxReadCapacity;  // chunked: as much as allowed
+    // At most kMaxReadCapacity in all (unless buffered bytes already take more), so that the
+    // next request's ReadHeader does not shrink it away again.
+    const size_t want =
+        std::max(buffer_.size(),
+                 static_cast<size_t>(std::min<uint64_t>(buffer_.size() + body, kMaxReadCapacity)));
+    if (buffer_.capacity() < want) buffer_.reserve(want);
+  }
+
   void ReadBody() {
+    // Body bytes that came with the header (often all of them) are parsed here, without a
+    // trip through the reactor and the body timer.
+    while (!body_parser_->is_done() && buffer_.size() > 0) {
+      beast::error_code ec;
+      const size_t used = body_parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == http::error::need_more) break;
+      if (ec) {
+        OnBody(ec);
+        return;
+      }
+      if (used == 0) break;
+    }
     if (body_parser_->is_done()) {
       Dispatch();
       return;
@@ -637,6 +667,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool body_timed_out_ = false;
   HttpServer::State* server_;
   std::string remote_;
+  static constexpr uint64_t kMaxReadCapacity = uint64_t{64} * 1024;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> header_parser_;
   std::optional<http::request_parser<http::string_body>> body_parser_;
