@@ -387,6 +387,12 @@ class StorageBase {
   Result<MergeReport> CommitPreparedMerge(PreparedMerge prepared);
   // Metadata only: whether MaybeMerge would merge now.
   Result<bool> CountMergeDue() const;
+  // After a write: MaybeMerge when the count trigger is due, unless a MergeIfDue of this
+  // handle is running already — then it returns at once, so concurrent writers never queue
+  // behind a merge of the same generations. Returns whether it merged. Stores that seal
+  // on every write (a context store, a Python handle's flush) call it to keep their pending
+  // generations, and the cost of every read, bounded without a maintenance component.
+  Result<bool> MergeIfDue();
   // Compacts the base table. One compaction per handle at a time: a Compact while another
   // runs on the same handle fails at once with Busy (IsCompactionInProgress) instead of
   // waiting. Success and failure are recorded for CompactionStats.

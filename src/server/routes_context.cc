@@ -6,8 +6,6 @@
 
 #include <cmath>
 #include <limits>
-#include <mutex>
-#include <set>
 
 #include "server/clock.h"
 #include "server/router.h"
@@ -25,27 +23,13 @@ Result<std::shared_ptr<ContextStore>> Open(RouteContext& ctx) {
   return ctx.state.Context(ctx.Param("name"));
 }
 
-// Every context write seals a generation of its own. Merging the own shard once the count
-// trigger is due (ServerOptions::context_merge_after_generations) keeps the pending
-// generations, and with them the cost of every read, bounded without waiting for the flush
-// sweeper. One merge per store at a time: a write that finds its store merging, or the merge
-// not due (metadata only), goes on at once, so concurrent writers never queue behind a merge
-// of the same generations. The write is durable already: a failed merge is logged and left to
-// the next write.
+// Every context write seals a generation of its own: merging the own shard once the count
+// trigger is due (ServerOptions::context_merge_after_generations; StorageBase::MergeIfDue)
+// keeps the pending generations, and with them the cost of every read, bounded without
+// waiting for the flush sweeper. The write is durable already: a failed merge is logged and
+// left to the next write.
 void MergeIfDue(ContextStore& s, std::string_view name) {
-  static std::mutex mu;
-  static std::set<const ContextStore*> merging;  // guarded by mu
-  Result<bool> due = s.base().CountMergeDue();
-  if (!due.ok() || !*due) return;
-  {
-    std::lock_guard lock(mu);
-    if (!merging.insert(&s).second) return;
-  }
-  Result<store::MergeReport> merged = s.base().MaybeMerge();
-  {
-    std::lock_guard lock(mu);
-    merging.erase(&s);
-  }
+  Result<bool> merged = s.base().MergeIfDue();
   if (!merged.ok()) {
     spdlog::warn("context '{}': merge after write failed: {}", name, merged.status().ToString());
   }

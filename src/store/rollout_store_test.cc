@@ -422,6 +422,24 @@ TEST_F(RolloutStoreTest, TwoHandlesWithOneInstanceIdLoseNoAcknowledgedRow) {
 
 // --- Merges ---------------------------------------------------------------------------
 
+TEST_F(RolloutStoreTest, MergeIfDueMergesOnlyAtTheThreshold) {
+  RolloutStoreOptions options;
+  options.base.merge_after_generations = 2;
+  ASSERT_OK_AND_ASSIGN(auto rollouts, OpenRollout("solo", options));
+  ASSERT_OK(rollouts->Add({AssistantRecord("g0")}).status());
+  ASSERT_OK(rollouts->Flush().status());
+  ASSERT_OK_AND_ASSIGN(bool merged, rollouts->base().MergeIfDue());
+  EXPECT_FALSE(merged);
+  EXPECT_EQ(Manifest().generations_size(), 1);
+  ASSERT_OK(rollouts->Add({AssistantRecord("g1")}).status());
+  ASSERT_OK(rollouts->Flush().status());
+  ASSERT_OK_AND_ASSIGN(merged, rollouts->base().MergeIfDue());
+  EXPECT_TRUE(merged);
+  EXPECT_EQ(Manifest().generations_size(), 0);
+  ASSERT_OK_AND_ASSIGN(merged, rollouts->base().MergeIfDue());
+  EXPECT_FALSE(merged);  // nothing pends
+}
+
 TEST_F(RolloutStoreTest, CountTriggerMergesOnlyAtTheThreshold) {
   RolloutStoreOptions options;
   options.base.merge_after_generations = 3;

@@ -130,6 +130,8 @@ std::string StoreLabel(const std::string& prefix) {
 }  // namespace
 
 struct StorageBase::Impl {
+  // A MergeIfDue of this handle is running.
+  std::atomic<bool> merging_if_due{false};
   std::shared_ptr<ObjectStore> store;
   std::string prefix;
   StorageBaseOptions options;
@@ -936,6 +938,15 @@ Result<MergeReport> StorageBase::CommitPreparedMerge(PreparedMerge prepared) {
   }();
   impl_->NotifyBaseChange(merged.ok() && merged->base_version != 0);
   return merged;
+}
+
+Result<bool> StorageBase::MergeIfDue() {
+  STRATA_ASSIGN_OR_RETURN(bool due, CountMergeDue());
+  if (!due || impl_->merging_if_due.exchange(true, std::memory_order_acquire)) return false;
+  Result<MergeReport> merged = MaybeMerge();
+  impl_->merging_if_due.store(false, std::memory_order_release);
+  STRATA_RETURN_IF_ERROR(merged.status());
+  return merged->generations_reclaimed > 0;
 }
 
 Result<bool> StorageBase::CountMergeDue() const {
