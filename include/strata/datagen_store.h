@@ -187,6 +187,11 @@ class DatagenItemId {
 std::string DatagenEventId(std::string_view item_id, std::string_view checkpoint_id,
                            uint64_t ordinal);
 
+// A fresh time-ordered id (UUIDv7, hyphenated lower case) from the process-wide generator, so
+// the ids one process draws strictly increase. The reference's generate_id, which pipelines
+// use for run ids and writer epochs. Thread safe.
+std::string NewTimeOrderedId();
+
 // --- Events --------------------------------------------------------------------------------
 
 // One row of the log. The optionals are the schema's nullable columns; the blob value's
@@ -488,11 +493,24 @@ class DatagenStore {
 // Emits one item's events through a DatagenStore, deriving checkpoint and event ids so that
 // a call retried after an error writes exactly the events the first try would have (same
 // ids, same item_seq): the copies collapse. A call that fails leaves the writer unchanged;
-// one that succeeds advances item_seq by the events written and, for step checkpoints, the
-// checkpoint ordinal by one. Checkpoint ids: "<item>\0<attempt>\0<step>\0<index>\0<ordinal>"
-// for STEP_STARTED, StepCompleted and FAILED, "<item>\0terminal\0<item_seq>" for TERMINAL.
-// Event ordinals: 0 for the step event, i + 1 for the i-th field. The store must outlive
-// the writer. Not thread safe.
+// one that succeeds advances item_seq by the events written and, for the step calls
+// (STEP_STARTED, StepCompleted, FAILED), the checkpoint ordinal by one. Checkpoint ids:
+// "<item>\0<attempt>\0<step>\0<index>\0<ordinal>" for the step calls,
+// "<item>\0terminal\0<item_seq>" for TERMINAL. Event ordinals: 0 for the step event, i + 1
+// for the i-th field.
+//
+// Each writing call has a Build twin that returns the events instead of appending them: the
+// reference's client-side writer, whose caller appends what it builds (Append for one event,
+// AppendCheckpoint for a step checkpoint; through this handle, another one or the HTTP API).
+// A build checks its events as that append would (ValidateDatagenCheckpoint /
+// ValidateDatagenWriteBatch); one that fails leaves the writer unchanged, one that succeeds
+// advances it as the writing call's success would, so the next build continues after these
+// events whether or not they were appended yet. Appending built events more than once is
+// harmless (same ids).
+//
+// The writing calls need the store alive; the builds touch only its clock (event_ts; the
+// StorageBaseOptions::clock it was opened with, which must outlive the writer). Not thread
+// safe.
 class DatagenStreamWriter {
  public:
   const DatagenItemId& item_id() const { return item_; }
@@ -512,6 +530,15 @@ class DatagenStreamWriter {
                     std::optional<std::string> error_dump = std::nullopt,
                     std::optional<std::string> traceback = std::nullopt);
 
+  // The events of the calls above, built and not written (see the class comment).
+  Result<DatagenEvent> BuildStepStarted(const DatagenStepPosition& position);
+  Result<std::vector<DatagenEvent>> BuildStepCompleted(
+      const DatagenStepPosition& position, const std::vector<DatagenFieldWrite>& fields);
+  Result<DatagenEvent> BuildItemTerminal(DatagenItemStatus status);
+  Result<DatagenEvent> BuildItemFailed(const DatagenStepPosition& position, std::string error_type,
+                                       std::optional<std::string> error_dump = std::nullopt,
+                                       std::optional<std::string> traceback = std::nullopt);
+
  private:
   friend class DatagenStore;
   DatagenStreamWriter(DatagenStore* store, DatagenItemId item, std::string root,
@@ -521,7 +548,8 @@ class DatagenStreamWriter {
                         int64_t item_seq) const;
   std::string StepCheckpointId(const DatagenStepPosition& position) const;
 
-  DatagenStore* store_;
+  DatagenStore* store_;  // the writing calls only
+  Clock* clock_;         // the store's: event_ts
   DatagenItemId item_;
   std::string root_;
   std::optional<std::string> parent_;

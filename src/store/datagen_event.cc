@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "strata/datagen_store.h"
+#include "util/clock.h"
 #include "util/uuid.h"
 
 namespace strata::store {
@@ -288,6 +289,8 @@ std::string DatagenEventId(std::string_view item_id, std::string_view checkpoint
   name.append(std::to_string(ordinal));
   return UuidV5(NamespaceOid(), name).ToString();
 }
+
+std::string NewTimeOrderedId() { return UuidV7(*SystemClock(), *SystemRandom()).ToString(); }
 
 // --- Events --------------------------------------------------------------------------------
 

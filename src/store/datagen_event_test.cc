@@ -38,6 +38,21 @@ TEST(DatagenEventIdTest, MatchesUuid5ComputedIndependently) {
   EXPECT_EQ(DatagenEventId("src", "cp", 17), "5b2c780a-c6b7-5657-aa99-add61ff6f134");
 }
 
+TEST(NewTimeOrderedIdTest, IsAVersion7UuidAndIncreases) {
+  std::string last;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string id = NewTimeOrderedId();
+    ASSERT_EQ(id.size(), 36u) << id;
+    for (size_t c : {8u, 13u, 18u, 23u}) EXPECT_EQ(id[c], '-') << id;
+    EXPECT_EQ(id[14], '7') << id;                                          // version
+    EXPECT_NE(std::string("89ab").find(id[19]), std::string::npos) << id;  // RFC variant
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef-"), std::string::npos) << id;
+    // Hyphens sit at the same places, so text order is time order.
+    EXPECT_LT(last, id);
+    last = id;
+  }
+}
+
 TEST(DatagenItemIdTest, PathOperations) {
   ASSERT_OK_AND_ASSIGN(DatagenItemId root, DatagenItemId::FromSourceKey("doc-7"));
   EXPECT_TRUE(root.IsRoot());

@@ -353,6 +353,7 @@ DatagenStreamWriter::DatagenStreamWriter(DatagenStore* store, DatagenItemId item
                                          DatagenWriteContext context, int64_t next_seq,
                                          int32_t attempt)
     : store_(store),
+      clock_(store->clock_),
       item_(std::move(item)),
       root_(std::move(root)),
       parent_(std::move(parent)),
@@ -373,7 +374,7 @@ DatagenEvent DatagenStreamWriter::NewEvent(DatagenEventType type, std::string ch
   e.attempt = attempt_;
   e.run_id = context_.run_id;
   e.writer_epoch = context_.writer_epoch;
-  e.event_ts_micros = store_->clock_->NowMicros();
+  e.event_ts_micros = clock_->NowMicros();
   return e;
 }
 
@@ -387,20 +388,21 @@ std::string DatagenStreamWriter::StepCheckpointId(const DatagenStepPosition& pos
   return id;
 }
 
-Status DatagenStreamWriter::StepStarted(const DatagenStepPosition& position) {
+Result<DatagenEvent> DatagenStreamWriter::BuildStepStarted(const DatagenStepPosition& position) {
   DatagenEvent e =
       NewEvent(DatagenEventType::kStepStarted, StepCheckpointId(position), 0, next_seq_);
   e.set_position(position);
-  STRATA_RETURN_IF_ERROR(store_->Append({e}).status());
+  STRATA_RETURN_IF_ERROR(ValidateDatagenWriteBatch({e}));
   ++next_seq_;
   ++ordinal_;
-  return Status::OK();
+  return e;
 }
 
-Status DatagenStreamWriter::StepCompleted(const DatagenStepPosition& position,
-                                          const std::vector<DatagenFieldWrite>& fields) {
+Result<std::vector<DatagenEvent>> DatagenStreamWriter::BuildStepCompleted(
+    const DatagenStepPosition& position, const std::vector<DatagenFieldWrite>& fields) {
   const std::string checkpoint = StepCheckpointId(position);
   std::vector<DatagenEvent> events;
+  events.reserve(fields.size() + 1);
   for (size_t i = 0; i < fields.size(); ++i) {
     const DatagenFieldWrite& f = fields[i];
     DatagenEvent e =
@@ -418,13 +420,13 @@ Status DatagenStreamWriter::StepCompleted(const DatagenStepPosition& position,
                                next_seq_ + static_cast<int64_t>(fields.size()));
   done.set_position(position);
   events.push_back(std::move(done));
-  STRATA_RETURN_IF_ERROR(store_->AppendCheckpoint(events).status());
+  STRATA_RETURN_IF_ERROR(ValidateDatagenCheckpoint(events));
   next_seq_ += static_cast<int64_t>(events.size());
   ++ordinal_;
-  return Status::OK();
+  return events;
 }
 
-Status DatagenStreamWriter::ItemTerminal(DatagenItemStatus status) {
+Result<DatagenEvent> DatagenStreamWriter::BuildItemTerminal(DatagenItemStatus status) {
   if (!IsTerminalStatus(status)) {
     return Status::InvalidArgument(fmt::format(
         "item_terminal needs status completed or filtered, got {}", DatagenItemStatusName(status)));
@@ -433,23 +435,65 @@ Status DatagenStreamWriter::ItemTerminal(DatagenItemStatus status) {
       item_.str() + std::string("\0terminal\0", 10) + std::to_string(next_seq_);
   DatagenEvent e = NewEvent(DatagenEventType::kTerminal, std::move(checkpoint), 0, next_seq_);
   e.status = status;
-  STRATA_RETURN_IF_ERROR(store_->Append({e}).status());
+  STRATA_RETURN_IF_ERROR(ValidateDatagenWriteBatch({e}));
   ++next_seq_;
-  return Status::OK();
+  return e;
 }
 
-Status DatagenStreamWriter::ItemFailed(const DatagenStepPosition& position, std::string error_type,
-                                       std::optional<std::string> error_dump,
-                                       std::optional<std::string> traceback) {
+Result<DatagenEvent> DatagenStreamWriter::BuildItemFailed(const DatagenStepPosition& position,
+                                                          std::string error_type,
+                                                          std::optional<std::string> error_dump,
+                                                          std::optional<std::string> traceback) {
   DatagenEvent e = NewEvent(DatagenEventType::kFailed, StepCheckpointId(position), 0, next_seq_);
   e.set_position(position);
   e.status = DatagenItemStatus::kFailed;
   e.error_type = std::move(error_type);
   e.error_dump = std::move(error_dump);
   e.traceback = std::move(traceback);
-  STRATA_RETURN_IF_ERROR(store_->Append({e}).status());
+  STRATA_RETURN_IF_ERROR(ValidateDatagenWriteBatch({e}));
   ++next_seq_;
   ++ordinal_;
+  return e;
+}
+
+// The writing calls build on a copy and keep it only when the append succeeded, so a call that
+// fails leaves the writer as it was and its retry writes the same ids.
+
+Status DatagenStreamWriter::StepStarted(const DatagenStepPosition& position) {
+  DatagenStreamWriter next = *this;
+  STRATA_ASSIGN_OR_RETURN(DatagenEvent e, next.BuildStepStarted(position));
+  STRATA_RETURN_IF_ERROR(store_->Append({e}).status());
+  *this = std::move(next);
+  return Status::OK();
+}
+
+Status DatagenStreamWriter::StepCompleted(const DatagenStepPosition& position,
+                                          const std::vector<DatagenFieldWrite>& fields) {
+  DatagenStreamWriter next = *this;
+  STRATA_ASSIGN_OR_RETURN(std::vector<DatagenEvent> events,
+                          next.BuildStepCompleted(position, fields));
+  STRATA_RETURN_IF_ERROR(store_->AppendCheckpoint(events).status());
+  *this = std::move(next);
+  return Status::OK();
+}
+
+Status DatagenStreamWriter::ItemTerminal(DatagenItemStatus status) {
+  DatagenStreamWriter next = *this;
+  STRATA_ASSIGN_OR_RETURN(DatagenEvent e, next.BuildItemTerminal(status));
+  STRATA_RETURN_IF_ERROR(store_->Append({e}).status());
+  *this = std::move(next);
+  return Status::OK();
+}
+
+Status DatagenStreamWriter::ItemFailed(const DatagenStepPosition& position, std::string error_type,
+                                       std::optional<std::string> error_dump,
+                                       std::optional<std::string> traceback) {
+  DatagenStreamWriter next = *this;
+  STRATA_ASSIGN_OR_RETURN(
+      DatagenEvent e, next.BuildItemFailed(position, std::move(error_type), std::move(error_dump),
+                                           std::move(traceback)));
+  STRATA_RETURN_IF_ERROR(store_->Append({e}).status());
+  *this = std::move(next);
   return Status::OK();
 }
 

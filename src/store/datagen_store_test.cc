@@ -492,6 +492,105 @@ TEST_F(DatagenStoreTest, ResumeContinuesAfterTheLastEvent) {
   EXPECT_EQ(events.back().writer_epoch, "e2");
 }
 
+// Every column but event_ts, which each build stamps afresh.
+DatagenEvent WithoutTime(DatagenEvent e) {
+  e.event_ts_micros = 0;
+  return e;
+}
+
+TEST_F(DatagenStoreTest, BuiltEventsAreTheOnesTheWritingCallsAppend) {
+  ASSERT_OK_AND_ASSIGN(DatagenItemId item, DatagenItemId::FromSourceKey("a"));
+  ASSERT_OK_AND_ASSIGN(DatagenStreamWriter writer, datagen_->OpenStream(item, {"run", "e"}));
+  DatagenStreamWriter builder = writer;
+  const DatagenStepPosition outer = Pos("outer", 0, DatagenStepKind::kSequence);
+  const std::vector<DatagenFieldWrite> fields = {{"text", DatagenValue::Str("hi")},
+                                                 {"img", DatagenValue::Blob("png")},
+                                                 {"n", DatagenValue::Int(2), /*append=*/true}};
+  ASSERT_OK(writer.StepStarted(outer));
+  ASSERT_OK(writer.StepCompleted(Pos("gen", 3), fields));
+  ASSERT_OK(writer.ItemFailed(Pos("judge"), "Timeout", "dump", "tb"));
+  ASSERT_OK(writer.ItemTerminal(DatagenItemStatus::kFiltered));
+
+  std::vector<DatagenEvent> built;
+  ASSERT_OK_AND_ASSIGN(DatagenEvent started, builder.BuildStepStarted(outer));
+  built.push_back(started);
+  ASSERT_OK_AND_ASSIGN(std::vector<DatagenEvent> checkpoint,
+                       builder.BuildStepCompleted(Pos("gen", 3), fields));
+  built.insert(built.end(), checkpoint.begin(), checkpoint.end());
+  ASSERT_OK_AND_ASSIGN(DatagenEvent failed,
+                       builder.BuildItemFailed(Pos("judge"), "Timeout", "dump", "tb"));
+  built.push_back(failed);
+  ASSERT_OK_AND_ASSIGN(DatagenEvent terminal,
+                       builder.BuildItemTerminal(DatagenItemStatus::kFiltered));
+  built.push_back(terminal);
+  EXPECT_EQ(builder.next_seq(), writer.next_seq());
+  EXPECT_EQ(builder.next_ordinal(), writer.next_ordinal());
+
+  ASSERT_OK_AND_ASSIGN(auto stored, datagen_->EventsForItem("a"));
+  ASSERT_EQ(stored.size(), built.size() + 1);  // + ITEM_CREATED
+  for (size_t i = 0; i < built.size(); ++i) {
+    SCOPED_TRACE(i);
+    DatagenEvent want = built[i];
+    if (want.value && want.value->kind() == DatagenValue::Kind::kBlob) {
+      want.value->mutable_blob().bytes.reset();  // reads leave blob bytes out
+    }
+    EXPECT_EQ(WithoutTime(stored[i + 1]), WithoutTime(want));
+  }
+  // Appending what was built, as a retry would, adds nothing.
+  const size_t before = EventCount();
+  ASSERT_OK(datagen_->Append({started}).status());
+  ASSERT_OK(datagen_->AppendCheckpoint(checkpoint).status());
+  ASSERT_OK(datagen_->Append({failed, terminal}).status());
+  EXPECT_EQ(EventCount(), before);
+  ASSERT_OK_AND_ASSIGN(auto folded, datagen_->FoldItem("a", DatagenFoldMode::kEager));
+  EXPECT_EQ(folded->status, DatagenItemStatus::kFiltered);
+  EXPECT_EQ(folded->fields.at("img").values[0].blob().bytes, "png");
+}
+
+TEST_F(DatagenStoreTest, ABuildThatFailsLeavesTheWriterUnchanged) {
+  ASSERT_OK_AND_ASSIGN(DatagenItemId item, DatagenItemId::FromSourceKey("a"));
+  ASSERT_OK_AND_ASSIGN(DatagenStreamWriter writer, datagen_->OpenStream(item, {"run", "e"}));
+  const size_t events = EventCount();
+  EXPECT_INVALID(writer.BuildStepCompleted(Pos("gen"), {{"bad", DatagenValue::Json("{")}}).status(),
+                 "invalid value_json");
+  EXPECT_INVALID(writer.BuildItemTerminal(DatagenItemStatus::kFailed).status(),
+                 "completed or filtered, got failed");
+  DatagenBlob no_bytes;
+  no_bytes.size = 3;
+  EXPECT_INVALID(
+      writer.BuildStepCompleted(Pos("gen"), {{"img", DatagenValue::Blob(no_bytes)}}).status(),
+      "has no bytes on the write path");
+  EXPECT_EQ(writer.next_seq(), 2);
+  EXPECT_EQ(writer.next_ordinal(), 0u);
+  EXPECT_EQ(EventCount(), events);  // building never writes
+  // The next good build takes the place the failed ones did not use.
+  ASSERT_OK_AND_ASSIGN(auto checkpoint, writer.BuildStepCompleted(Pos("gen"), {}));
+  EXPECT_EQ(checkpoint.at(0).item_seq, 2);
+  EXPECT_EQ(checkpoint.at(0).checkpoint_id,
+            "a\0"s
+            "0\0"s
+            "gen\0"s
+            "0\0"s
+            "0");
+}
+
+TEST_F(DatagenStoreTest, AWriterBuildsAfterItsStoreIsGone) {
+  ASSERT_OK_AND_ASSIGN(DatagenItemId item, DatagenItemId::FromSourceKey("a"));
+  ASSERT_OK_AND_ASSIGN(DatagenStreamWriter writer, datagen_->OpenStream(item, {"run", "e"}));
+  datagen_.reset();  // builds touch only the clock (ASan would catch a use of the store)
+  ASSERT_OK_AND_ASSIGN(auto checkpoint,
+                       writer.BuildStepCompleted(Pos("gen"), {{"x", DatagenValue::Int(7)}}));
+  ASSERT_OK_AND_ASSIGN(DatagenEvent terminal,
+                       writer.BuildItemTerminal(DatagenItemStatus::kCompleted));
+  ASSERT_OK_AND_ASSIGN(datagen_, OpenDatagen());
+  ASSERT_OK(datagen_->AppendCheckpoint(checkpoint).status());
+  ASSERT_OK(datagen_->Append({terminal}).status());
+  ASSERT_OK_AND_ASSIGN(auto folded, datagen_->FoldItem("a"));
+  EXPECT_EQ(folded->status, DatagenItemStatus::kCompleted);
+  EXPECT_EQ(folded->fields.at("x").values[0], DatagenValue::Int(7));
+  EXPECT_EQ(folded->last_item_seq, 4);
+}
+
 TEST_F(DatagenStoreTest, MaintenanceCleansADatagenStoreAndDeleteDataEndsIt) {
   MaintenanceOptions maintenance_options;
   maintenance_options.flush_interval_seconds = 0;  // passes run by hand below
