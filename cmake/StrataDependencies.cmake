@@ -42,6 +42,17 @@ if(NOT STRATA_SANITIZE AND NOT STRATA_BUILD_FUZZ)
     message(FATAL_ERROR "libtcmalloc_minimal not found: run scripts/setup (libgoogle-perftools-dev)")
   endif()
 endif()
+# The Python module (src/python, python/): pybind11 (pybind11-dev) against Debian's
+# interpreter, named explicitly so that another python3 earlier on PATH (a pyenv shim, a
+# virtualenv) is never picked up; numpy (python3-numpy) is needed only at run time.
+if(STRATA_BUILD_PYTHON OR STRATA_BUILD_TESTS)
+  set(STRATA_PYTHON3 /usr/bin/python3 CACHE FILEPATH "The Python interpreter strata builds for")
+endif()
+if(STRATA_BUILD_PYTHON)
+  set(Python_EXECUTABLE ${STRATA_PYTHON3})
+  find_package(Python 3.11 REQUIRED COMPONENTS Interpreter Development.Module)
+  find_package(pybind11 2.10 CONFIG REQUIRED)
+endif()
 if(STRATA_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
 endif()
