@@ -370,6 +370,11 @@ class Table {
   Status Refresh();
   // The newest committed version, found without listing the whole history.
   Result<uint64_t> LatestVersion() const;
+  // Whether `version` is still the newest committed version (the next version is missing,
+  // the latest-version hint names none later, `version` is still there): a reader's
+  // re-check of a version it holds, without loading anything. false when a newer version
+  // exists or `version` was cleaned up.
+  Result<bool> IsLatestVersion(uint64_t version) const;
   // A read-only handle on `version` (time travel). NotFound when it does not exist or was
   // cleaned up.
   Result<std::shared_ptr<Table>> Checkout(uint64_t version) const;

@@ -75,6 +75,15 @@ Result<LatestVersion> FindLatestVersionAndHint(ObjectStore& store, const Version
   return found;
 }
 
+Result<bool> IsLatestVersion(ObjectStore& store, const VersionChainLayout& layout,
+                             uint64_t version) {
+  if (version == 0) return false;
+  STRATA_ASSIGN_OR_RETURN(bool next_exists, store.Exists(layout.version_key(version + 1)));
+  if (next_exists) return false;
+  if (ReadVersionHint(store, layout.hint_key) > version) return false;
+  return store.Exists(layout.version_key(version));
+}
+
 Result<int64_t> DeleteVersionsBefore(ObjectStore& store, const VersionChainLayout& layout,
                                      uint64_t keep_from) {
   STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> versions, ListVersions(store, layout));

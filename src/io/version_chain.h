@@ -72,6 +72,17 @@ Result<LatestVersion> FindLatestVersionAndHint(ObjectStore& store, const Version
                                                uint64_t known = 0,
                                                int max_probes = kMaxVersionProbes);
 
+// Whether `version` is still the newest version, for a reader that read it before: version + 1
+// is missing, the hint names no later version, and `version` is still there. Versions are
+// deleted oldest first, so a version + 1 missing beside a surviving `version` was not created
+// yet, unless `version` itself is a stray copy a stalled writer re-created behind a chain that
+// moved on (ShardManifestStore::Publish deletes such copies again); the hint, which names a
+// version past the chain's deleted ones once it moved on, rules that out as FindLatestVersion
+// relies on it. The same three requests as FindLatestVersion from `version`, without the
+// probes forward and the listing: false sends the caller to FindLatestVersion.
+Result<bool> IsLatestVersion(ObjectStore& store, const VersionChainLayout& layout,
+                             uint64_t version);
+
 // Deletes every version below `keep_from`, oldest first, from one listing; stops at the first
 // failure (a version that is already gone is not one), so that the chain never has a hole
 // below a surviving version. Returns how many versions it deleted.

@@ -57,13 +57,11 @@ Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<ta
     out.base_version = pinned->version();
     return out;
   }
-  STRATA_RETURN_IF_ERROR(base_->Refresh());
   // The view's own handle on this version: another thread's Refresh of base_ (a merge
   // committing through this store) must not move a read that is under way.
-  std::shared_ptr<table::Table> base = base_->Pin();
-  KeyValueMetadata metadata = base->metadata();
+  std::shared_ptr<table::Table> base;
+  STRATA_RETURN_IF_ERROR(LatestBase(&base, &out.watermarks));
   out.base_version = base->version();
-  STRATA_ASSIGN_OR_RETURN(out.watermarks, ReadWatermarks(metadata));
   out.view.schema = base->schema();
   if (scope != ReadScope::kPending) out.view.base = std::move(base);
   if (scope == ReadScope::kBase) return out;
@@ -73,9 +71,9 @@ Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<ta
   int64_t total = 0;
   std::vector<std::shared_ptr<Generation>> gens;
   for (const Uuid& shard : shards) {
-    STRATA_ASSIGN_OR_RETURN(std::optional<pb::ShardManifest> manifest,
-                            LatestManifest(store_, prefix_, shard));
-    if (!manifest.has_value()) continue;
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const pb::ShardManifest> manifest,
+                            LatestShardManifest(shard));
+    if (manifest == nullptr) continue;
     const int64_t pending = manifest->generations_size();
     if (limits_.pending_per_shard != nullptr) {
       limits_.pending_per_shard->Observe(static_cast<double>(pending));
@@ -112,8 +110,64 @@ Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<ta
   return out;
 }
 
+Status ReadViewSource::LatestBase(std::shared_ptr<table::Table>* base,
+                                  Watermarks* watermarks) const {
+  std::shared_ptr<table::Table> cached;
+  {
+    MutexLock lock(cache_mutex_);
+    cached = cache_.base;
+    *watermarks = cache_.watermarks;
+  }
+  if (cached != nullptr) {
+    STRATA_ASSIGN_OR_RETURN(bool latest, base_->IsLatestVersion(cached->version()));
+    if (latest) {
+      *base = std::move(cached);
+      return Status::OK();
+    }
+  }
+  STRATA_RETURN_IF_ERROR(base_->Refresh());
+  std::shared_ptr<table::Table> pinned = base_->Pin();
+  STRATA_ASSIGN_OR_RETURN(*watermarks, ReadWatermarks(pinned->metadata()));
+  {
+    MutexLock lock(cache_mutex_);
+    // Concurrent views may refresh in any order: keep the newest.
+    if (cache_.base == nullptr || cache_.base->version() < pinned->version()) {
+      cache_.base = pinned;
+      cache_.watermarks = *watermarks;
+    }
+  }
+  *base = std::move(pinned);
+  return Status::OK();
+}
+
+Result<std::shared_ptr<const pb::ShardManifest>> ReadViewSource::LatestShardManifest(
+    const Uuid& shard) const {
+  std::shared_ptr<const pb::ShardManifest> cached;
+  {
+    MutexLock lock(cache_mutex_);
+    auto it = cache_.manifests.find(shard);
+    if (it != cache_.manifests.end()) cached = it->second;
+  }
+  if (cached != nullptr) {
+    STRATA_ASSIGN_OR_RETURN(bool latest,
+                            ShardManifestStore(store_, prefix_, shard).IsLatest(cached->version()));
+    if (latest) return cached;
+  }
+  STRATA_ASSIGN_OR_RETURN(std::optional<pb::ShardManifest> read,
+                          LatestManifest(store_, prefix_, shard));
+  if (!read.has_value()) return std::shared_ptr<const pb::ShardManifest>();
+  auto manifest = std::make_shared<const pb::ShardManifest>(std::move(*read));
+  MutexLock lock(cache_mutex_);
+  std::shared_ptr<const pb::ShardManifest>& slot = cache_.manifests[shard];
+  if (slot == nullptr || slot->version() < manifest->version()) slot = manifest;
+  return manifest;
+}
+
 Result<bool> ReadViewSource::StillConsistent(const ReadView& view) const {
   if (view.pinned) return true;
+  // The common case, in two probes: nothing was committed since the view's version.
+  STRATA_ASSIGN_OR_RETURN(bool unchanged, base_->IsLatestVersion(view.base_version));
+  if (unchanged) return true;
   STRATA_ASSIGN_OR_RETURN(uint64_t latest, base_->LatestVersion());
   if (latest == view.base_version) return true;
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> at, base_->Checkout(latest));
@@ -132,9 +186,9 @@ Result<PendingSummary> ReadViewSource::SummarizePending(const Watermarks& waterm
   STRATA_ASSIGN_OR_RETURN(std::vector<Uuid> shards, ListShards(*store_, prefix_));
   PendingSummary out;
   for (const Uuid& shard : shards) {
-    STRATA_ASSIGN_OR_RETURN(std::optional<pb::ShardManifest> manifest,
-                            LatestManifest(store_, prefix_, shard));
-    if (!manifest.has_value()) continue;
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const pb::ShardManifest> manifest,
+                            LatestShardManifest(shard));
+    if (manifest == nullptr) continue;
     const uint64_t watermark = WatermarkOf(watermarks, shard);
     out.generations += manifest->generations_size();
     for (const pb::Generation& g : manifest->generations()) {

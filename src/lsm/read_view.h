@@ -19,10 +19,18 @@
 // drained, or a cleanup of old base versions, removes files sooner). So a long read (an
 // export, a full scan) finishes while merges keep committing, and a result from an
 // inconsistent view is never returned.
+//
+// Cost: a source keeps the newest base version and each shard's newest manifest it has read
+// (decoded, with the base's watermarks), and a view re-checks them (io::IsLatestVersion: the
+// next version is missing, the hint names none later, the cached one is still there) instead
+// of reading and decoding them again; only what changed is read. The re-check answers as the
+// latest-version discovery does, so a view misses no committed merge and no published
+// generation that a fresh discovery would find; the shard registry is listed on every view.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +43,7 @@
 #include "strata/object_store.h"
 #include "strata/status.h"
 #include "strata/table.h"
+#include "util/mutex.h"
 
 namespace strata::lsm {
 
@@ -141,6 +150,19 @@ class ReadViewSource {
 
  private:
   Status RetriesExhausted(const Status& last) const;
+  // The newest base version and its watermarks: the cached ones when still the newest.
+  Status LatestBase(std::shared_ptr<table::Table>* base, Watermarks* watermarks) const;
+  // The latest manifest of `shard` (null for a registered shard without one yet): the
+  // cached one when still the newest.
+  Result<std::shared_ptr<const pb::ShardManifest>> LatestShardManifest(const Uuid& shard) const;
+
+  struct Cache {
+    std::shared_ptr<table::Table> base;  // pinned at the newest version read
+    Watermarks watermarks;               // base's
+    std::map<Uuid, std::shared_ptr<const pb::ShardManifest>> manifests;
+  };
+  mutable Mutex cache_mutex_;
+  mutable Cache cache_ STRATA_GUARDED_BY(cache_mutex_);
 
   const std::shared_ptr<ObjectStore> store_;
   const std::string prefix_;

@@ -114,6 +114,10 @@ Result<pb::ShardManifest> ShardManifestStore::ReadLatest() const {
       shard_.ToString(), kReadAttempts));
 }
 
+Result<bool> ShardManifestStore::IsLatest(uint64_t version) const {
+  return io::IsLatestVersion(*store_, layout_, version);
+}
+
 Result<std::vector<uint64_t>> ShardManifestStore::ListVersions() const {
   return io::ListVersions(*store_, layout_);
 }

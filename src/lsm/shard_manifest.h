@@ -54,6 +54,9 @@ class ShardManifestStore {
   // Corruption naming the key. NotFound when the shard has no manifest; Unavailable
   // (retryable) when cleanup kept deleting the version it found before it could read it.
   Result<pb::ShardManifest> ReadLatest() const;
+  // Whether `version` is still the newest version (io::IsLatestVersion): the re-check of a
+  // manifest a reader cached, without reading or decoding it again.
+  Result<bool> IsLatest(uint64_t version) const;
   // Every version the chain holds, ascending (a listing; for verification).
   Result<std::vector<uint64_t>> ListVersions() const;
   // The version the latest-version hint names; 0 when it is missing or unreadable.

@@ -166,6 +166,10 @@ Result<uint64_t> FindLatestVersion(ObjectStore& store, const std::string& prefix
   return latest.version;
 }
 
+Result<bool> IsLatestVersion(ObjectStore& store, const std::string& prefix, uint64_t version) {
+  return io::IsLatestVersion(store, ChainLayout(prefix), version);
+}
+
 uint64_t ReadLatestHint(ObjectStore& store, const std::string& prefix) {
   return io::ReadVersionHint(store, prefix + std::string(kLatestHintKey));
 }

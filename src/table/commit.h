@@ -45,6 +45,9 @@ Result<pb::Transaction> LoadTransaction(ObjectStore& store, const std::string& p
 Result<uint64_t> FindLatestVersion(ObjectStore& store, const std::string& prefix,
                                    uint64_t known = 0, uint64_t* hint = nullptr);
 
+// Whether `version` is still the newest version (io::IsLatestVersion).
+Result<bool> IsLatestVersion(ObjectStore& store, const std::string& prefix, uint64_t version);
+
 // Every version present, ascending (lists "_versions/").
 Result<std::vector<uint64_t>> ListVersionNumbers(ObjectStore& store, const std::string& prefix);
 

@@ -530,6 +530,10 @@ Result<uint64_t> Table::LatestVersion() const {
                                      impl_->current()->version());
 }
 
+Result<bool> Table::IsLatestVersion(uint64_t version) const {
+  return internal::IsLatestVersion(*impl_->context->store, impl_->context->prefix, version);
+}
+
 Result<std::shared_ptr<Table>> Table::Checkout(uint64_t version) const {
   STRATA_ASSIGN_OR_RETURN(
       SnapshotPtr snapshot,
