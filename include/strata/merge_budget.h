@@ -5,7 +5,11 @@
 // reserves min(merge_max_bytes, limit) up front and grows its reservation only without
 // waiting (a generation that does not fit ends the pass), so merges sharing a budget cannot
 // deadlock. A reservation larger than the whole budget waits for the budget to be idle and
-// then takes all of it: an oversized merge still runs, alone.
+// then takes all of it: an oversized merge still runs, alone. Reservations are granted in
+// the order Reserve was called, so a stream of small requests cannot starve a large one:
+// requests behind it wait, and the reservations ahead of it (which may still grow) end.
+// Hence a thread must not wait in Reserve while it holds a reservation (or a prepared merge)
+// that a request ahead of it may need: commit or drop it first.
 //
 // Usage: create one and hand the same shared_ptr to every store of the process
 // (StorageBaseOptions::merge_budget). Thread safe; Reserve blocks, everything else does not.
@@ -49,7 +53,8 @@ class MergeBudget {
     int64_t bytes_ = 0;
   };
 
-  // Waits until the permits for `bytes` (capped at the whole budget) are free.
+  // Waits until the permits for `bytes` (capped at the whole budget) are free and every
+  // Reserve called before this one has been granted.
   Reservation Reserve(int64_t bytes);
 
   // Blocks until at least `count` threads are waiting in Reserve: the sync point for tests

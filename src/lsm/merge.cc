@@ -128,6 +128,11 @@ struct MergeBudget::State {
   int64_t free_permits STRATA_GUARDED_BY(mutex) = 0;
   int64_t reserved_bytes STRATA_GUARDED_BY(mutex) = 0;
   int waiters STRATA_GUARDED_BY(mutex) = 0;  // threads blocked in Reserve
+  // Reserve is served in arrival order: each call draws a ticket and is granted only when
+  // its ticket is `serving`, so small requests arriving behind a large one cannot overtake
+  // it and starve it.
+  uint64_t next_ticket STRATA_GUARDED_BY(mutex) = 0;
+  uint64_t serving STRATA_GUARDED_BY(mutex) = 0;
 };
 
 MergeBudget::MergeBudget(int64_t limit_bytes)
@@ -155,14 +160,18 @@ MergeBudget::Reservation MergeBudget::Reserve(int64_t bytes) {
   int64_t permits = Permits(bytes);
   State& s = *state_;
   MutexLock lock(s.mutex);
-  if (s.free_permits < permits) {
+  const uint64_t ticket = s.next_ticket++;
+  if (ticket != s.serving || s.free_permits < permits) {
     ++s.waiters;
     s.waiters_changed.SignalAll();
-    while (s.free_permits < permits) s.released.Wait(s.mutex);
+    while (ticket != s.serving || s.free_permits < permits) s.released.Wait(s.mutex);
     --s.waiters;
   }
+  ++s.serving;
   s.free_permits -= permits;
   s.reserved_bytes += bytes;
+  // The next ticket in line may fit in what is left.
+  if (s.waiters > 0) s.released.SignalAll();
   Reservation reservation;
   reservation.budget_ = this;
   reservation.permits_ = permits;

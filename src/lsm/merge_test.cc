@@ -10,7 +10,9 @@
 #include <latch>
 #include <map>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "lsm/generation.h"
 #include "lsm/layout.h"
@@ -21,6 +23,7 @@
 #include "support/status_assertions.h"
 #include "support/temp_dir.h"
 #include "table/table_test_util.h"
+#include "util/mutex.h"
 
 namespace strata::lsm {
 namespace {
@@ -588,6 +591,46 @@ TEST(MergeBudgetTest, OversizedRequestWaitsForIdleBudgetAndRunsAlone) {
   big.join();
   other.join();
   EXPECT_TRUE(other_acquired.load());
+  EXPECT_EQ(budget.reserved_bytes(), 0);
+}
+
+TEST(MergeBudgetTest, SmallRequestsDoNotOvertakeAWaitingWholeBudgetRequest) {
+  MergeBudget budget(4 * kMiB);
+  auto held = std::make_unique<MergeBudget::Reservation>(budget.Reserve(kMiB));
+  Mutex mu;
+  std::vector<std::string> granted;  // guarded by mu
+  auto grant = [&](std::string name) {
+    MutexLock lock(mu);
+    granted.push_back(std::move(name));
+  };
+  std::latch whole_holds(1);
+  std::latch release_whole(1);
+  std::thread whole([&] {
+    MergeBudget::Reservation r = budget.Reserve(4 * kMiB);
+    grant("whole");
+    whole_holds.count_down();
+    release_whole.wait();
+  });
+  budget.WaitForWaiters(1);
+  // Three permits are free: before, a 1 MiB request took one at once, and a stream of them
+  // kept the whole-budget request waiting for ever.
+  std::thread small([&] {
+    MergeBudget::Reservation r = budget.Reserve(kMiB);
+    grant("small");
+  });
+  budget.WaitForWaiters(2);
+  {
+    MutexLock lock(mu);
+    EXPECT_TRUE(granted.empty());
+  }
+  held.reset();
+  whole_holds.wait();
+  EXPECT_EQ(budget.reserved_bytes(), 4 * kMiB);
+  release_whole.count_down();
+  whole.join();
+  small.join();
+  MutexLock lock(mu);
+  EXPECT_EQ(granted, (std::vector<std::string>{"whole", "small"}));
   EXPECT_EQ(budget.reserved_bytes(), 0);
 }
 
