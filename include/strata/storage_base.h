@@ -9,36 +9,38 @@
 // own reads also include its unsealed memtable, so read-your-writes needs no generation per
 // put.
 //
-// Reads union the base table, every shard's pending generations (shard manifests re-read
-// on each read) and, with read_own_writes, the own memtable; newest wins per key, and
-// tombstones (DeleteKeys) hide a key until a newer row. A read retries (3 attempts) when a
-// concurrent merge moved rows between the base and the generations while it read, and
-// never returns a partial or duplicated result.
+// Reads union the base table, every shard's pending generations (each read re-checks the shard
+// manifests and base version the handle last read, docs/format/lsm.md §3.4) and, with
+// read_own_writes, the own memtable; newest wins per key, and tombstones (DeleteKeys) hide a
+// key until a newer row. A read retries (3 attempts) when a concurrent merge moved rows
+// between the base and the generations while it read, and never returns a partial or
+// duplicated result.
 //
 // Merges fold a shard's oldest pending generations into the base table (Prepare reads,
 // appends keep running; Commit is one base commit + a relative drain of the shard manifest;
 // only the owner of a shard merges it). Compaction of the base runs beside merges and
 // appends; one compactor at a time per handle (a second one is refused, not queued).
 //
-// Thread safety: one handle may be shared by any number of threads, and every method but
-// the destructor may be called concurrently. Puts and DeleteKeys from many threads share
-// WAL appends and syncs (group commit) and enter the memtable in WAL order; full memtables
-// are sealed, and merged generations deleted, on background threads. Reads (Scan, GetMany,
-// Count, Observe, PendingGenerations) hold no lock while they do I/O and do not wait for
-// puts, merges or compactions (with read_own_writes, only for a writer being opened, which
-// replays the WAL); each builds its own view (base version, shard manifests, own memtable
-// snapshot). On one handle, merge commits are serialised (MaybeMerge, Cleanup and
-// CommitPreparedMerge wait for each other; Prepare*Merge waits for nobody); a second Compact
-// fails at once (IsCompactionInProgress) and Repair waits for a Compact; a merge and a
-// compaction may run at the same time, and a merge whose base commit conflicts with the
-// compaction prepares again (3 attempts, then Busy). Checkout pins the handle for every later call:
-// reads already running finish on the view they built (one that must retry builds its next view at
-// the pinned version), later reads see the pinned base version only, and Put, DeleteKeys,
-// OpenWriter, MaybeMerge, Cleanup, Compact and Repair fail with InvalidArgument until RefreshLatest
-// (a write that passed that check before the pin completes normally); Flush and Close still seal
-// what was written. RefreshLatest unpins and moves the handle to the newest base version. A write
-// that races with Close may fail with InvalidArgument ("writer closed"); a write after Close opens
-// a new writer, claiming the shard again.
+// Thread safety: one handle may be shared by any number of threads, and every method but the
+// destructor may be called concurrently. Puts and DeleteKeys from many threads share WAL
+// appends and syncs (group commit) and enter the memtable in WAL order; full memtables are
+// sealed, and merged generations deleted, on background threads. Reads (Scan, GetMany, Count,
+// Observe, PendingGenerations) hold no lock while they do I/O and do not wait for puts,
+// merges, compactions or a writer being opened (which replays the WAL; with read_own_writes a
+// read during the open sees no memtable of it yet); each builds its own view (base version,
+// shard manifests, own memtable snapshot). On one handle, merge commits are serialised
+// (MaybeMerge, Cleanup and CommitPreparedMerge wait for each other's commits, and MaybeMerge
+// and Cleanup for each other; Prepare*Merge waits for nobody); a second Compact fails at once
+// (IsCompactionInProgress) and Repair waits for a Compact; a merge and a compaction may run at
+// the same time, and a merge whose base commit conflicts with the compaction prepares again (3
+// attempts, then Busy). Checkout pins the handle for every later call: reads already running
+// finish on the view they built (one that must retry builds its next view at the pinned
+// version), later reads see the pinned base version only, and Put, DeleteKeys, OpenWriter,
+// MaybeMerge, Cleanup, Compact and Repair fail with InvalidArgument until RefreshLatest (a
+// write that passed that check before the pin completes normally); Flush and Close still seal
+// what was written. RefreshLatest unpins and moves the handle to the newest base version. A
+// write that races with Close may fail with InvalidArgument ("writer closed"); a write after
+// Close opens a new writer, claiming the shard again.
 //
 // Several handles, in one process or many, may share a store. They hold no locks on each
 // other: their base commits (merges, compactions) race optimistically as table.h describes,
@@ -364,10 +366,11 @@ class StorageBase {
   // Time trigger: seal first, then merge whatever is pending in the own shard (one pass).
   Result<MergeReport> Cleanup();
   // MaybeMerge and Cleanup are PrepareCountMerge / PrepareCleanupMerge followed by
-  // CommitPreparedMerge under the handle's merge lock (and a prepare again when the commit
-  // loses a race with a compaction). A caller that wants appends to keep running while a
-  // merge reads (a server: prepare under a shared lock, commit under an exclusive one)
-  // calls the two steps itself:
+  // CommitPreparedMerge, one MaybeMerge or Cleanup of a handle at a time (and a prepare again
+  // when the commit loses a race with a compaction). With a shared merge_budget, a thread
+  // holding a PreparedMerge must commit or drop it before it prepares again (MergeBudget). A caller
+  // that wants appends to keep running while a merge reads (a server: prepare under a shared lock,
+  // commit under an exclusive one) calls the two steps itself:
   //
   // Prepare reads and de-duplicates the own shard's oldest pending generations (bounded
   // by merge_max_generations / merge_max_bytes, with a merge_budget reservation) and writes

@@ -150,7 +150,13 @@ struct StorageBase::Impl {
   std::shared_ptr<table::Table> pinned STRATA_GUARDED_BY(state_mutex);
   SchemaPtr current_schema STRATA_GUARDED_BY(state_mutex);
 
-  mutable Mutex writer_mutex;
+  // One writer open at a time (it claims the shard and replays the WAL, which can take
+  // long); held across the open, and by Close, AddColumns and DeleteData while they empty the
+  // slot, so they wait for an open under way.
+  Mutex open_mutex;
+  // Guards the slot only, never across I/O: reads (CurrentWriter for read_own_writes) and
+  // writes that find the writer open never wait for an open.
+  mutable Mutex writer_mutex STRATA_ACQUIRED_AFTER(open_mutex);
   std::shared_ptr<lsm::ShardWriter> writer STRATA_GUARDED_BY(writer_mutex);
 
   Mutex listener_mutex;
@@ -166,7 +172,13 @@ struct StorageBase::Impl {
     if (listener) listener();
   }
 
-  Mutex merge_mutex;    // one merge commit of the own shard per handle at a time
+  // One RunMerge (MaybeMerge, Cleanup, the fold's drain) per handle at a time, prepare and
+  // commit, so that two of them never read the same generations. Taken before merge_mutex;
+  // not held by Prepare*Merge / CommitPreparedMerge, so that a thread committing a merge it
+  // prepared (holding its budget reservation) never waits for a RunMerge that waits for the
+  // budget.
+  Mutex run_merge_mutex;
+  Mutex merge_mutex STRATA_ACQUIRED_AFTER(run_merge_mutex);  // one merge commit at a time
   Mutex compact_mutex;  // one compaction or repair per handle at a time
 
   // Compaction bookkeeping (GetCompactionStats); `compacting` makes a second Compact fail
@@ -270,9 +282,10 @@ struct StorageBase::Impl {
 
   // The resident writer, opened (claiming the epoch) on first use.
   Result<std::shared_ptr<lsm::ShardWriter>> GetWriter() {
-    MutexLock lock(writer_mutex);
-    if (writer != nullptr) return writer;
-    // DeleteData sets `deleted`, then empties the slot under this lock: a write that passed
+    if (std::shared_ptr<lsm::ShardWriter> w = CurrentWriter()) return w;
+    MutexLock open_lock(open_mutex);
+    if (std::shared_ptr<lsm::ShardWriter> w = CurrentWriter()) return w;  // opened meanwhile
+    // DeleteData sets `deleted`, then empties the slot under open_mutex: a write that passed
     // its check before must not open (and leave for Close to seal) a writer under the
     // deleted prefix.
     STRATA_RETURN_IF_ERROR(CheckAlive());
@@ -287,8 +300,19 @@ struct StorageBase::Impl {
     writer_options.link_wal_segments = options.link_wal_segments;
     writer_options.clock = clock;
     STRATA_ASSIGN_OR_RETURN(
-        writer, lsm::ShardWriter::Open(store, prefix, shard, Schema(), key_index, writer_options));
-    return writer;
+        std::shared_ptr<lsm::ShardWriter> opened,
+        lsm::ShardWriter::Open(store, prefix, shard, Schema(), key_index, writer_options));
+    MutexLock lock(writer_mutex);
+    writer = opened;
+    return opened;
+  }
+
+  // Empties the slot once no open is under way (Close, AddColumns, DeleteData); the caller
+  // closes what it took.
+  std::shared_ptr<lsm::ShardWriter> TakeWriter() {
+    MutexLock open_lock(open_mutex);
+    MutexLock lock(writer_mutex);
+    return std::exchange(writer, nullptr);
   }
 
   // A replica (strata/replication.h) takes rows from its source's bundles only: a writer is
@@ -604,12 +628,7 @@ Result<bool> StorageBase::AddColumns(const std::vector<FieldPtr>& fields) {
   STRATA_ASSIGN_OR_RETURN(bool added, impl_->AddMissingColumns(fields));
   // The writer aligns and logs rows in the schema it was opened with: close it (as Close
   // does) so that the next write opens one with the new schema.
-  std::shared_ptr<lsm::ShardWriter> writer;
-  {
-    MutexLock lock(impl_->writer_mutex);
-    writer = std::move(impl_->writer);
-    impl_->writer.reset();
-  }
+  std::shared_ptr<lsm::ShardWriter> writer = impl_->TakeWriter();
   if (writer != nullptr) {
     Status closed = impl_->options.seal_on_close ? writer->Close() : writer->CloseWithoutSeal();
     if (!closed.ok() && closed.code() != StatusCode::kFenced) return closed;
@@ -651,12 +670,7 @@ Result<FlushOutcome> StorageBase::Flush() {
 
 Status StorageBase::Close() {
   impl_->Unregister();
-  std::shared_ptr<lsm::ShardWriter> writer;
-  {
-    MutexLock lock(impl_->writer_mutex);
-    writer = std::move(impl_->writer);
-    impl_->writer.reset();
-  }
+  std::shared_ptr<lsm::ShardWriter> writer = impl_->TakeWriter();
   if (writer == nullptr) return Status::OK();
   Status closed = impl_->options.seal_on_close ? writer->Close() : writer->CloseWithoutSeal();
   if (closed.code() == StatusCode::kFenced) return Status::OK();  // nothing to publish
@@ -834,13 +848,16 @@ Result<MergeReport> StorageBase::Impl::Commit(lsm::PreparedMerge prepared) {
 
 Result<MergeReport> StorageBase::Impl::RunMerge(int min_generations, bool seal_first) {
   STRATA_RETURN_IF_ERROR(CheckWritable());
-  MutexLock merge_lock(merge_mutex);
+  MutexLock run_lock(run_merge_mutex);
   Status last;
   for (int attempt = 0; attempt < kMergeAttempts; ++attempt) {
     STRATA_ASSIGN_OR_RETURN(std::optional<lsm::PreparedMerge> prepared,
                             Prepare(min_generations, seal_first && attempt == 0));
     if (!prepared.has_value()) return MergeReport{};
-    Result<MergeReport> committed = Commit(std::move(*prepared));
+    Result<MergeReport> committed = [&] {
+      MutexLock merge_lock(merge_mutex);
+      return Commit(std::move(*prepared));
+    }();
     // A concurrent compaction or merge: prepare again from the new base.
     if (!committed.ok() && committed.status().code() == StatusCode::kBusy &&
         attempt + 1 < kMergeAttempts) {
@@ -1047,17 +1064,13 @@ Result<table::RepairReport> StorageBase::Repair() {
 Status StorageBase::DeleteData() {
   impl_->deleted.store(true, std::memory_order_release);
   impl_->Unregister();
-  std::shared_ptr<lsm::ShardWriter> writer;
-  {
-    MutexLock lock(impl_->writer_mutex);
-    writer = std::move(impl_->writer);
-    impl_->writer.reset();
-  }
+  std::shared_ptr<lsm::ShardWriter> writer = impl_->TakeWriter();
   // The rows of this writer are deleted with the store: nothing to seal.
   if (writer != nullptr) writer->CloseWithoutSeal().IgnoreError();
   {
     // Merges, compactions and repairs of this handle that are running end first (later ones
     // see the deleted flag once they hold the lock).
+    MutexLock run_lock(impl_->run_merge_mutex);
     MutexLock merge_lock(impl_->merge_mutex);
     MutexLock compact_lock(impl_->compact_mutex);
   }

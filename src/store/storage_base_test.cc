@@ -9,6 +9,11 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
+#include <map>
+#include <optional>
+#include <random>
 #include <thread>
 
 #include "store/store_test_util.h"
@@ -541,6 +546,178 @@ class FailDrainAfterBaseCommit final : public strata::testing::ForwardingObjectS
   std::atomic<bool> armed_{false};
   std::atomic<bool> tripped_{false};
 };
+
+// A reader handle that lives through every change keeps its view cache (the base version
+// and each shard's manifest, re-checked by probes): against a model of what is published,
+// its reads must never miss a published generation, a committed merge or a base cleanup,
+// including manifest chains that moved past their retained versions between two reads.
+TEST_F(StorageBaseTest, ALongLivedReaderSeesEveryPublishedChangeAgainstAModel) {
+  using Row = std::pair<std::string, int64_t>;
+  std::map<std::string, Row> published;  // what a reader must see
+  struct Writer {
+    std::unique_ptr<StorageBase> handle;
+    std::vector<std::pair<std::string, std::optional<Row>>> unsealed;  // nullopt = delete
+  };
+  std::vector<Writer> writers(2);
+  for (size_t w = 0; w < writers.size(); ++w) {
+    StorageBaseOptions options;
+    options.shard_id = fmt::format("w{}", w);
+    options.generation_delete_delay_seconds = 0;
+    ASSERT_OK_AND_ASSIGN(writers[w].handle, OpenBase(options));
+  }
+  ASSERT_OK_AND_ASSIGN(auto reader, OpenBase({.shard_id = "reader"}));
+  ASSERT_OK_AND_ASSIGN(auto table, table::Table::Open(store_, prefix_));
+  std::mt19937 random(20261205);
+  auto pick = [&](int n) { return static_cast<int>(random() % static_cast<uint32_t>(n)); };
+  auto publish = [&](Writer& w) {
+    for (auto& [key, row] : w.unsealed) {
+      if (row) {
+        published[key] = *row;
+      } else {
+        published.erase(key);
+      }
+    }
+    w.unsealed.clear();
+  };
+  int reads = 0;
+  for (int step = 0; step < 600; ++step) {
+    const size_t w = static_cast<size_t>(pick(2));
+    Writer& writer = writers[w];
+    // Writers keep to their own keys: the model need not order writes across shards.
+    const std::string key = fmt::format("w{}-k{}", w, pick(12));
+    const int op = pick(100);
+    SCOPED_TRACE(fmt::format("step {} op {} writer {} key {}", step, op, w, key));
+    if (op < 40) {
+      Row row{fmt::format("s{}", step % 5), step};
+      ASSERT_OK(writer.handle->Put({Items({{key, row.first, row.second}})}));
+      writer.unsealed.emplace_back(key, row);
+    } else if (op < 48) {
+      ASSERT_OK(writer.handle->DeleteKeys({expr::Scalar::String(key)}));
+      writer.unsealed.emplace_back(key, std::nullopt);
+    } else if (op < 66) {
+      ASSERT_OK(writer.handle->Flush().status());
+      publish(writer);
+    } else if (op < 76) {
+      ASSERT_OK(writer.handle->Cleanup().status());  // seals, then merges into the base
+      publish(writer);
+    } else if (op < 80) {
+      table::CleanupOptions cleanup;
+      cleanup.older_than_micros = 0;
+      ASSERT_OK(table->Refresh());
+      ASSERT_OK(table->CleanupOldVersions(cleanup).status());
+    } else {
+      ++reads;
+      ASSERT_OK_AND_ASSIGN(std::vector<RecordBatch> scanned, reader->Scan({}));
+      std::map<std::string, Row> seen = Rows(scanned);
+      ASSERT_EQ(seen, published);
+      ASSERT_OK_AND_ASSIGN(int64_t count, reader->Count());
+      ASSERT_EQ(count, static_cast<int64_t>(published.size()));
+      std::vector<expr::Scalar> keys;
+      for (int i = 0; i < 4; ++i) {
+        keys.push_back(expr::Scalar::String(fmt::format("w{}-k{}", pick(2), pick(12))));
+      }
+      ASSERT_OK_AND_ASSIGN(RecordBatch got, reader->GetMany(keys));
+      std::map<std::string, Row> expected;
+      for (const expr::Scalar& k : keys) {
+        auto it = published.find(k.string_value());
+        if (it != published.end()) expected.insert(*it);
+      }
+      ASSERT_EQ(Rows({got}), expected);
+    }
+  }
+  EXPECT_GT(reads, 50);
+}
+
+// The cached view's re-check when both version chains moved on past what the reader last
+// read and cleanup deleted those versions and their successors: the reader must notice.
+TEST_F(StorageBaseTest, AReaderCatchesUpWhenTheChainsItCachedWereCleanedUpPastIt) {
+  StorageBaseOptions options;
+  options.generation_delete_delay_seconds = 0;
+  ASSERT_OK_AND_ASSIGN(auto writer, OpenBase(options));
+  ASSERT_OK_AND_ASSIGN(auto reader, OpenBase({.shard_id = "reader"}));
+  ASSERT_OK(writer->Put({Items({{"k0", "x", 0}})}));
+  ASSERT_OK(writer->Flush().status());
+  ASSERT_OK_AND_ASSIGN(int64_t count, reader->Count());
+  ASSERT_EQ(count, 1);
+
+  // The shard's manifest chain: more seals than it retains versions.
+  lsm::ShardManifestStore manifests(store_, prefix_, lsm::DeriveShardId("items"));
+  const uint64_t cached = Manifest("items").version();
+  for (int i = 1; i <= static_cast<int>(lsm::kRetainedShardManifestVersions) + 2; ++i) {
+    ASSERT_OK(writer->Put({Items({{fmt::format("k{}", i), "x", i}})}));
+    ASSERT_OK(writer->Flush().status());
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> kept, manifests.ListVersions());
+  ASSERT_FALSE(kept.empty());
+  ASSERT_GT(kept.front(), cached + 1) << "the reader's version and its successor must be gone";
+  ASSERT_OK_AND_ASSIGN(count, reader->Count());
+  EXPECT_EQ(count, lsm::kRetainedShardManifestVersions + 3);
+
+  // The base chain: two merges, then a cleanup of every version but the newest.
+  const uint64_t base_before = reader->version();
+  ASSERT_OK(writer->Cleanup().status());
+  ASSERT_OK(writer->Put({Items({{"k0", "y", 100}})}));
+  ASSERT_OK(writer->Cleanup().status());
+  ASSERT_OK_AND_ASSIGN(auto table, table::Table::Open(store_, prefix_));
+  table::CleanupOptions cleanup;
+  cleanup.older_than_micros = 0;
+  ASSERT_OK_AND_ASSIGN(table::CleanupResult cleaned, table->CleanupOldVersions(cleanup));
+  ASSERT_GT(table->version(), base_before + 1);
+  ASSERT_GE(cleaned.versions_removed, 2);
+  ASSERT_OK_AND_ASSIGN(std::vector<RecordBatch> rows, reader->Scan({}));
+  auto seen = Rows(rows);
+  EXPECT_EQ(seen.size(), lsm::kRetainedShardManifestVersions + 3);
+  EXPECT_EQ(seen["k0"], std::make_pair(std::string("y"), int64_t{100}));
+  EXPECT_EQ(reader->version(), table->version());
+}
+
+// Runs `hook` once, just before the first shard-manifest publication after Arm (a writer
+// being opened claims its shard there, with the handle's open under way).
+class HookOnManifestPublish final : public strata::testing::ForwardingObjectStore {
+ public:
+  using ForwardingObjectStore::ForwardingObjectStore;
+  void Arm(std::function<void()> hook) { hook_ = std::move(hook); }
+  Status PutIfAbsent(std::string_view key, std::string_view data) override {
+    if (hook_ && key.find("/manifest/") != std::string_view::npos) std::exchange(hook_, nullptr)();
+    return ForwardingObjectStore::PutIfAbsent(key, data);
+  }
+  Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key) override {
+    return base_store()->CreateAppendable(key);
+  }
+
+ private:
+  std::function<void()> hook_;
+};
+
+TEST_F(StorageBaseTest, AReadOwnWritesReadDoesNotWaitForAWriterBeingOpened) {
+  auto hooked = std::make_shared<HookOnManifestPublish>(store_);
+  {
+    ASSERT_OK_AND_ASSIGN(auto seed, OpenBase({.shard_id = "seed"}));
+    ASSERT_OK(seed->Put({Items({{"a", "x", 1}})}));
+  }
+  StorageBaseOptions options;
+  options.schema = ItemSchema();
+  options.key_column = "id";
+  options.shard_id = "items";
+  options.read_own_writes = true;
+  ASSERT_OK_AND_ASSIGN(auto base, StorageBase::Open(hooked, prefix_, options));
+  std::future<Result<int64_t>> read;
+  bool read_done_during_open = false;
+  hooked->Arm([&] {
+    // The open holds the handle's writer-open lock here; a read of the same handle used to
+    // wait for the whole open (the WAL replay) behind the writer slot's lock.
+    read = std::async(std::launch::async, [&] { return base->Count(); });
+    read_done_during_open = read.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  });
+  ASSERT_OK(base->OpenWriter());
+  ASSERT_TRUE(read.valid()) << "the writer's open published no shard manifest";
+  EXPECT_TRUE(read_done_during_open);
+  ASSERT_OK_AND_ASSIGN(int64_t during, read.get());
+  EXPECT_EQ(during, 1);
+  ASSERT_OK(base->Put({Items({{"b", "y", 2}})}));
+  ASSERT_OK_AND_ASSIGN(int64_t after, base->Count());
+  EXPECT_EQ(after, 2);  // its own unsealed row
+}
 
 TEST_F(StorageBaseTest, MergeThatCommittedThenFailedItsDrainReportsTheCommittedVersion) {
   auto faulty = std::make_shared<FailDrainAfterBaseCommit>(store_, prefix_);

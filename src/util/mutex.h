@@ -23,6 +23,7 @@
 #define STRATA_RELEASE(...) STRATA_THREAD_ANNOTATION_(release_capability(__VA_ARGS__))
 #define STRATA_TRY_ACQUIRE(...) STRATA_THREAD_ANNOTATION_(try_acquire_capability(__VA_ARGS__))
 #define STRATA_EXCLUDES(...) STRATA_THREAD_ANNOTATION_(locks_excluded(__VA_ARGS__))
+#define STRATA_ACQUIRED_AFTER(...) STRATA_THREAD_ANNOTATION_(acquired_after(__VA_ARGS__))
 #define STRATA_ASSERT_CAPABILITY(x) STRATA_THREAD_ANNOTATION_(assert_capability(x))
 #define STRATA_REQUIRES_SHARED(...) \
   STRATA_THREAD_ANNOTATION_(requires_shared_capability(__VA_ARGS__))
