@@ -239,8 +239,14 @@ struct ColumnInfo {
   // Body bytes of the column's buffers as stored (compressed, with length prefixes).
   int64_t stored_bytes = 0;
   // The same buffers after decompression, as their length prefixes declare (not verified,
-  // since nothing is decompressed; sums saturate at INT64_MAX).
+  // since nothing is decompressed; sums saturate at INT64_MAX); -1 when not read
+  // (FileReader::InspectBatch without uncompressed_sizes).
   int64_t uncompressed_bytes = 0;
+  // Where those buffers lie in the message body: [body_begin, body_end) relative to the body
+  // start (offset + metadata_length), spanning every buffer of the column that has bytes;
+  // both -1 when none has.
+  int64_t body_begin = -1;
+  int64_t body_end = -1;
 };
 
 struct BatchInfo {
@@ -275,7 +281,9 @@ class FileReader {
   Result<RecordBatch> ReadBatch(int i, const std::vector<int>& columns) const;
   Result<std::vector<RecordBatch>> ReadAll() const;
   // Sizes and compression of batch i, from its metadata and its buffers' length prefixes.
-  Result<BatchInfo> InspectBatch(int i) const;
+  // Without `uncompressed_sizes` only the metadata is read: the body is not touched and a
+  // compressed column's uncompressed_bytes is -1.
+  Result<BatchInfo> InspectBatch(int i, bool uncompressed_sizes = true) const;
 
  private:
   struct Impl;

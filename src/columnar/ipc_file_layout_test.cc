@@ -414,6 +414,54 @@ TEST(IpcFileLayoutTest, FileWriterBytesAreEncodedHeaderMessagesAndEncodedFooter)
   }
 }
 
+TEST(IpcFileLayoutTest, InspectBatchPlacesEachColumnsBuffersInOrderInTheBody) {
+  // What data files cut their per-column checksum pieces from: each column's buffers span
+  // [body_begin, body_end) of the body, columns in schema order, none overlapping.
+  SchemaPtr schema = AllTypesSchema();
+  RandomBatchMaker maker(13);
+  std::vector<RecordBatch> batches = {maker.Make(schema, 9), maker.Make(schema, 0)};
+  for (Compression compression : {Compression::kNone, Compression::kZstd}) {
+    SCOPED_TRACE(CompressionName(compression));
+    WriteOptions options;
+    options.compression = compression;
+    auto file = WriteFileToBuffer(schema, batches, options);
+    ASSERT_TRUE(file.ok()) << file.status();
+    auto reader = FileReader::Open(SourceFromBuffer(*file));
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    for (int i = 0; i < (*reader)->num_batches(); ++i) {
+      SCOPED_TRACE(::testing::Message() << "batch " << i);
+      auto full = (*reader)->InspectBatch(i);
+      ASSERT_TRUE(full.ok()) << full.status();
+      auto metadata_only = (*reader)->InspectBatch(i, /*uncompressed_sizes=*/false);
+      ASSERT_TRUE(metadata_only.ok()) << metadata_only.status();
+      ASSERT_EQ(full->columns.size(), static_cast<size_t>(schema->num_fields()));
+      ASSERT_EQ(metadata_only->columns.size(), full->columns.size());
+      int64_t previous_end = 0;
+      int64_t stored = 0;
+      for (size_t c = 0; c < full->columns.size(); ++c) {
+        const ColumnInfo& column = full->columns[c];
+        EXPECT_EQ(metadata_only->columns[c].body_begin, column.body_begin) << c;
+        EXPECT_EQ(metadata_only->columns[c].body_end, column.body_end) << c;
+        EXPECT_EQ(metadata_only->columns[c].stored_bytes, column.stored_bytes) << c;
+        EXPECT_EQ(metadata_only->columns[c].uncompressed_bytes,
+                  compression == Compression::kNone ? column.uncompressed_bytes : -1)
+            << c;
+        stored += column.stored_bytes;
+        if (column.stored_bytes == 0) {
+          EXPECT_EQ(column.body_begin, -1) << c;
+          EXPECT_EQ(column.body_end, -1) << c;
+          continue;
+        }
+        EXPECT_GE(column.body_begin, previous_end) << c;
+        EXPECT_GE(column.body_end - column.body_begin, column.stored_bytes) << c;
+        EXPECT_LE(column.body_end, full->body_length) << c;
+        previous_end = column.body_end;
+      }
+      EXPECT_LE(stored, full->body_length);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // EncodeFileHeader / EncodeFileFooter arguments
 

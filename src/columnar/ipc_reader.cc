@@ -464,7 +464,7 @@ struct FileReader::Impl {
     return stored;
   }
 
-  Result<BatchInfo> Inspect(int i) const {
+  Result<BatchInfo> Inspect(int i, bool uncompressed_sizes) const {
     if (i < 0 || i >= static_cast<int>(batches.size())) {
       return Status::InvalidArgument(
           fmt::format("record batch {} requested from a file of {}", i, batches.size()));
@@ -487,7 +487,8 @@ struct FileReader::Impl {
                             internal::CompressionFromFlatbuffer(batch->compression(), where));
     info.custom_metadata = internal::MetadataFromFlatbuffer(view.message->custom_metadata());
     Buffer body;
-    if (info.compression != Compression::kNone) {
+    const bool sizes_from_body = info.compression != Compression::kNone && uncompressed_sizes;
+    if (sizes_from_body) {
       STRATA_ASSIGN_OR_RETURN(
           body, ReadExact(block.offset + block.metadata_length, block.body_length, where));
     }
@@ -496,8 +497,17 @@ struct FileReader::Impl {
       for (int b = span.buffer_begin; b < span.buffer_end; ++b) {
         const fb::Buffer* spec = batch->buffers()->Get(b);
         column.stored_bytes = SaturatingAdd(column.stored_bytes, spec->length());
+        if (spec->length() > 0) {
+          // CheckBatchHeader placed every buffer inside the body.
+          const int64_t end = spec->offset() + spec->length();
+          column.body_begin =
+              column.body_begin < 0 ? spec->offset() : std::min(column.body_begin, spec->offset());
+          column.body_end = std::max(column.body_end, end);
+        }
         if (info.compression == Compression::kNone) {
           column.uncompressed_bytes = SaturatingAdd(column.uncompressed_bytes, spec->length());
+        } else if (!sizes_from_body) {
+          column.uncompressed_bytes = -1;
         } else {
           STRATA_ASSIGN_OR_RETURN(
               int64_t n, internal::UncompressedLength(body.Slice(spec->offset(), spec->length()),
@@ -548,7 +558,9 @@ Result<std::vector<RecordBatch>> FileReader::ReadAll() const {
   return out;
 }
 
-Result<BatchInfo> FileReader::InspectBatch(int i) const { return impl_->Inspect(i); }
+Result<BatchInfo> FileReader::InspectBatch(int i, bool uncompressed_sizes) const {
+  return impl_->Inspect(i, uncompressed_sizes);
+}
 
 Result<std::vector<RecordBatch>> ReadFile(Buffer file, const ReadOptions& options) {
   STRATA_ASSIGN_OR_RETURN(auto reader,

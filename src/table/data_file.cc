@@ -117,6 +117,41 @@ Status CheckFieldIds(const std::vector<int32_t>& field_ids, int num_columns, std
   return Status::OK();
 }
 
+// Cuts batch region [start, end) of `bytes`, whose record batch message `info` describes,
+// into pieces (one before the first column's buffers, then one per column up to the next
+// column's) and checksums each; the region's own checksum is then 0. False, and nothing
+// set, when the columns' buffers are not in column order (an IPC writer other than strata's
+// may order them otherwise): the region is then checksummed whole.
+bool CutPieces(std::string_view bytes, const ipc::BatchInfo& info, int64_t start, int64_t end,
+               pb::BatchInfo* batch) {
+  const int64_t body = info.offset + info.metadata_length;
+  const int num_columns = static_cast<int>(info.columns.size());
+  std::vector<int64_t> starts(num_columns);
+  int64_t next = end;
+  for (int c = num_columns - 1; c >= 0; --c) {
+    const ipc::ColumnInfo& column = info.columns[c];
+    if (column.body_begin >= 0) {
+      if (body + column.body_end > next) return false;
+      next = body + column.body_begin;
+    }
+    starts[c] = next;  // a column without bytes gets an empty piece where the next one starts
+  }
+  if (num_columns == 0 || starts[0] < start) return false;
+  auto hash = [&](int64_t from, int64_t to) {
+    return XxHash3_64(bytes.substr(static_cast<size_t>(from), static_cast<size_t>(to - from)));
+  };
+  pb::Region* region = batch->mutable_region();
+  region->set_offset(start);
+  region->set_length(end - start);
+  region->set_xxh3(0);
+  batch->add_piece_xxh3(hash(start, starts[0]));
+  for (int c = 0; c < num_columns; ++c) {
+    batch->add_piece_starts(starts[c] - start);
+    batch->add_piece_xxh3(hash(starts[c], c + 1 < num_columns ? starts[c + 1] : end));
+  }
+  return true;
+}
+
 // Cuts the complete file `bytes` (read by `reader`) into the entry's regions and checksums
 // them: the header is [0, header_end), batch i runs from the end of the previous region to
 // the end of its record batch message (so dictionary messages, or any other bytes, before
@@ -138,7 +173,8 @@ Status CutRegions(std::string_view bytes, const ipc::FileReader& reader, int64_t
   fill(entry->mutable_header(), 0, header_end);
   int64_t start = header_end;
   for (int i = 0; i < reader.num_batches(); ++i) {
-    STRATA_ASSIGN_OR_RETURN(ipc::BatchInfo info, reader.InspectBatch(i));
+    STRATA_ASSIGN_OR_RETURN(ipc::BatchInfo info,
+                            reader.InspectBatch(i, /*uncompressed_sizes=*/false));
     const int64_t end = info.offset + info.metadata_length + info.body_length;
     if (info.offset < start || end <= info.offset || end >= size) {
       return Status::Corruption(fmt::format(
@@ -146,7 +182,10 @@ Status CutRegions(std::string_view bytes, const ipc::FileReader& reader, int64_t
           "inside the file ({} bytes)",
           i, info.offset, end, start, size));
     }
-    fill(entry->mutable_batches(i)->mutable_region(), start, end - start);
+    pb::BatchInfo* batch = entry->mutable_batches(i);
+    if (!CutPieces(bytes, info, start, end, batch)) {
+      fill(batch->mutable_region(), start, end - start);
+    }
     start = end;
   }
   fill(entry->mutable_footer(), start, size - start);
@@ -182,15 +221,26 @@ std::string RegionName(int batch) {
   return fmt::format("batch {}", batch);
 }
 
-Status VerifyRegion(const Buffer& data, const pb::Region& region, std::string_view key,
+// A checksummed byte range of a data file: a region, or a piece of a batch region.
+struct CheckedRange {
+  int64_t offset = 0;
+  int64_t length = 0;
+  uint64_t xxh3 = 0;
+};
+
+CheckedRange RangeOf(const pb::Region& region) {
+  return {region.offset(), region.length(), region.xxh3()};
+}
+
+Status VerifyRegion(const Buffer& data, const CheckedRange& range, std::string_view key,
                     const std::string& name) {
-  // Bounds were checked by CheckTiling.
-  const uint64_t computed = XxHash3_64(data.view().substr(static_cast<size_t>(region.offset()),
-                                                          static_cast<size_t>(region.length())));
-  if (computed != region.xxh3()) {
+  // Bounds were checked by CheckTiling (regions) and CheckPieces (pieces).
+  const uint64_t computed = XxHash3_64(
+      data.view().substr(static_cast<size_t>(range.offset), static_cast<size_t>(range.length)));
+  if (computed != range.xxh3) {
     return Status::Corruption(fmt::format(
         "data file {}: checksum mismatch in {} (bytes [{}, {})): stored {:016x}, computed {:016x}",
-        key, name, region.offset(), region.offset() + region.length(), region.xxh3(), computed));
+        key, name, range.offset, range.offset + range.length, range.xxh3, computed));
   }
   return Status::OK();
 }
@@ -473,24 +523,21 @@ class DataFileWriterImpl final : public DataFileWriter {
 
 class DataFileReaderImpl final : public DataFileReader {
  public:
-  DataFileReaderImpl(std::string key, pb::DataFile entry, Buffer data)
-      : key_(std::move(key)),
-        entry_(std::move(entry)),
-        data_(std::move(data)),
-        bytes_verified_(std::make_unique<std::atomic<bool>[]>(entry_.batches_size())),
-        message_checked_(std::make_unique<std::atomic<bool>[]>(entry_.batches_size())) {}
+  DataFileReaderImpl(std::string key, Buffer data) : key_(std::move(key)), data_(std::move(data)) {}
 
-  // Size, tiling and header/footer checksums, then the IPC footer. `verify_all` checks every
-  // batch up front as well; otherwise a batch is checked when first read, so one bad batch
-  // does not keep the others from being read.
-  Status Init(const ipc::ReadOptions& options, bool verify_all) {
-    if (data_.size() != entry_.size()) {
+  // Size, tiling, pieces and header/footer checksums, then the IPC footer. `verify_all`
+  // checks every batch up front as well; otherwise a batch's bytes are checked when first
+  // read, and only the pieces the read decodes, so one bad batch or column does not keep the
+  // others from being read. Keeps of `entry` only what reads check (not its statistics).
+  Status Init(const pb::DataFile& entry, const ipc::ReadOptions& options, bool verify_all) {
+    if (data_.size() != entry.size()) {
       return Status::Corruption(fmt::format("data file {} has {} bytes, its manifest entry says {}",
-                                            key_, data_.size(), entry_.size()));
+                                            key_, data_.size(), entry.size()));
     }
-    STRATA_RETURN_IF_ERROR(CheckTiling(entry_, key_));
-    STRATA_RETURN_IF_ERROR(VerifyRegion(data_, entry_.header(), key_, RegionName(-1)));
-    STRATA_RETURN_IF_ERROR(VerifyRegion(data_, entry_.footer(), key_, RegionName(-2)));
+    STRATA_RETURN_IF_ERROR(CheckTiling(entry, key_));
+    STRATA_RETURN_IF_ERROR(VerifyRegion(data_, RangeOf(entry.header()), key_, RegionName(-1)));
+    STRATA_RETURN_IF_ERROR(VerifyRegion(data_, RangeOf(entry.footer()), key_, RegionName(-2)));
+    STRATA_RETURN_IF_ERROR(LayOut(entry));
     if (verify_all) {
       for (int i = 0; i < num_batches(); ++i) STRATA_RETURN_IF_ERROR(VerifyBatch(i));
     }
@@ -506,13 +553,13 @@ class DataFileReaderImpl final : public DataFileReader {
       for (int i = 0; i < num_batches(); ++i) STRATA_RETURN_IF_ERROR(VerifyBatch(i));
     }
     const SchemaPtr& schema = reader_->schema();
-    if (schema->num_fields() != entry_.field_ids_size()) {
+    if (schema->num_fields() != num_columns_) {
       return Status::Corruption(fmt::format("data file {} has {} columns, its manifest entry {}",
-                                            key_, schema->num_fields(), entry_.field_ids_size()));
+                                            key_, schema->num_fields(), num_columns_));
     }
-    if (reader_->num_batches() != entry_.batches_size()) {
+    if (reader_->num_batches() != num_batches()) {
       return Status::Corruption(fmt::format("data file {} has {} batches, its manifest entry {}",
-                                            key_, reader_->num_batches(), entry_.batches_size()));
+                                            key_, reader_->num_batches(), num_batches()));
     }
     if (verify_all) {
       for (int i = 0; i < num_batches(); ++i) STRATA_RETURN_IF_ERROR(CheckBatch(i));
@@ -521,7 +568,7 @@ class DataFileReaderImpl final : public DataFileReader {
   }
 
   const SchemaPtr& schema() const override { return reader_->schema(); }
-  int num_batches() const override { return entry_.batches_size(); }
+  int num_batches() const override { return static_cast<int>(batches_.size()); }
 
   Result<RecordBatch> ReadBatch(int i, const std::vector<int>& columns) const override {
     if (i < 0 || i >= num_batches()) {
@@ -529,63 +576,163 @@ class DataFileReaderImpl final : public DataFileReader {
           fmt::format("data file {}: no batch {} (it has {})", key_, i, num_batches()));
     }
     STRATA_RETURN_IF_ERROR(CheckBatch(i));
+    if (batches_[i].pieces) {
+      for (int c : columns) {
+        if (c < 0 || c >= num_columns_) {
+          return Status::InvalidArgument(
+              fmt::format("data file {}: no column {} (it has {})", key_, c, num_columns_));
+        }
+        STRATA_RETURN_IF_ERROR(VerifyCheck(i, 1 + c));
+      }
+    }
     STRATA_ASSIGN_OR_RETURN(
         RecordBatch batch,
         WithContext(reader_->ReadBatch(i, columns), fmt::format("data file {} batch {}", key_, i)));
-    if (batch.num_rows() != entry_.batches(i).num_rows()) {
+    if (batch.num_rows() != batches_[i].num_rows) {
       return Status::Corruption(fmt::format("data file {}: batch {} has {} rows, the entry {}",
-                                            key_, i, batch.num_rows(),
-                                            entry_.batches(i).num_rows()));
+                                            key_, i, batch.num_rows(), batches_[i].num_rows));
     }
     return batch;
   }
 
   int64_t memory_bytes() const override {
     const SchemaPtr& schema = reader_->schema();
-    return static_cast<int64_t>(sizeof(*this) + entry_.SpaceUsedLong() + key_.size()) +
-           num_batches() * int64_t{64} + schema->num_fields() * int64_t{256};
+    return static_cast<int64_t>(sizeof(*this) + key_.size() +
+                                batches_.capacity() * sizeof(BatchLayout) +
+                                checks_.capacity() * (sizeof(CheckedRange) + 1)) +
+           schema->num_fields() * int64_t{256};
   }
 
  private:
-  // The checksum of batch i's region (hashed once per reader; threads racing on the first
-  // read may both hash, which is harmless).
-  Status VerifyBatch(int i) const {
-    std::atomic<bool>& verified = bytes_verified_[i];
+  struct BatchLayout {
+    int64_t num_rows = 0;
+    int64_t region_begin = 0;
+    int64_t region_end = 0;
+    size_t first_check = 0;  // its checks in checks_: the region, or its 1 + columns pieces
+    bool pieces = false;
+  };
+
+  // The checked ranges of every batch from the entry. Corruption when a batch's pieces are
+  // malformed: counts other than one start per column and one more checksum, or starts that
+  // decrease or leave the region.
+  Status LayOut(const pb::DataFile& entry) {
+    num_columns_ = entry.field_ids_size();
+    batches_.reserve(entry.batches_size());
+    for (int i = 0; i < entry.batches_size(); ++i) {
+      const pb::BatchInfo& info = entry.batches(i);
+      const pb::Region& region = info.region();
+      BatchLayout layout{info.num_rows(), region.offset(), region.offset() + region.length(),
+                         checks_.size(), false};
+      if (info.piece_starts_size() == 0 && info.piece_xxh3_size() == 0) {
+        checks_.push_back(RangeOf(region));
+      } else {
+        if (info.piece_starts_size() != num_columns_ ||
+            info.piece_xxh3_size() != num_columns_ + 1) {
+          return Status::Corruption(fmt::format(
+              "data file {}: {} has {} piece starts and {} piece checksums for {} columns", key_,
+              RegionName(i), info.piece_starts_size(), info.piece_xxh3_size(), num_columns_));
+        }
+        int64_t from = 0;
+        for (int p = 0; p <= num_columns_; ++p) {
+          const int64_t to = p < num_columns_ ? info.piece_starts(p) : region.length();
+          if (to < from || to > region.length()) {
+            return Status::Corruption(fmt::format(
+                "data file {}: {} piece {} runs from {} to {}, outside its region of {} bytes",
+                key_, RegionName(i), p, from, to, region.length()));
+          }
+          checks_.push_back({region.offset() + from, to - from, info.piece_xxh3(p)});
+          from = to;
+        }
+        layout.pieces = true;
+      }
+      batches_.push_back(layout);
+    }
+    checked_ = std::make_unique<std::atomic<bool>[]>(checks_.size());
+    message_checked_ = std::make_unique<std::atomic<bool>[]>(batches_.size());
+    return Status::OK();
+  }
+
+  std::string CheckName(int i, int check) const {
+    if (!batches_[i].pieces) return RegionName(i);
+    if (check == 0) return fmt::format("{} message", RegionName(i));
+    return fmt::format("{} column {}", RegionName(i), check - 1);
+  }
+
+  // Checksum `check` of batch i (hashed once per reader; threads racing on the first read
+  // may both hash, which is harmless).
+  Status VerifyCheck(int i, int check) const {
+    const size_t index = batches_[i].first_check + static_cast<size_t>(check);
+    std::atomic<bool>& verified = checked_[index];
     if (verified.load(std::memory_order_acquire)) return Status::OK();
-    STRATA_RETURN_IF_ERROR(VerifyRegion(data_, entry_.batches(i).region(), key_, RegionName(i)));
+    STRATA_RETURN_IF_ERROR(VerifyRegion(data_, checks_[index], key_, CheckName(i, check)));
     verified.store(true, std::memory_order_release);
     return Status::OK();
   }
 
-  // VerifyBatch, then that the footer places batch i's message inside its region with the
-  // row count the entry records. Needs reader_.
+  // Every byte of batch i's region.
+  Status VerifyBatch(int i) const {
+    const int checks = batches_[i].pieces ? 1 + num_columns_ : 1;
+    for (int check = 0; check < checks; ++check) STRATA_RETURN_IF_ERROR(VerifyCheck(i, check));
+    return Status::OK();
+  }
+
+  // The bytes of batch i's message (its whole region when it has no pieces), then that the
+  // footer places the message inside the region with the row count the entry records.
+  // Needs reader_.
   Status CheckBatch(int i) const {
     std::atomic<bool>& checked = message_checked_[i];
     if (checked.load(std::memory_order_acquire)) return Status::OK();
-    STRATA_RETURN_IF_ERROR(VerifyBatch(i));
-    STRATA_ASSIGN_OR_RETURN(
-        ipc::BatchInfo info,
-        WithContext(reader_->InspectBatch(i), fmt::format("data file {} batch {}", key_, i)));
-    const pb::BatchInfo& expected = entry_.batches(i);
-    const pb::Region& region = expected.region();
-    if (info.num_rows != expected.num_rows()) {
+    STRATA_RETURN_IF_ERROR(VerifyCheck(i, 0));
+    STRATA_ASSIGN_OR_RETURN(ipc::BatchInfo info,
+                            WithContext(reader_->InspectBatch(i, /*uncompressed_sizes=*/false),
+                                        fmt::format("data file {} batch {}", key_, i)));
+    const BatchLayout& expected = batches_[i];
+    if (info.num_rows != expected.num_rows) {
       return Status::Corruption(fmt::format("data file {}: batch {} has {} rows, the entry {}",
-                                            key_, i, info.num_rows, expected.num_rows()));
+                                            key_, i, info.num_rows, expected.num_rows));
     }
     const int64_t end = info.offset + info.metadata_length + info.body_length;
-    if (info.offset < region.offset() || end > region.offset() + region.length()) {
-      return Status::Corruption(fmt::format(
-          "data file {}: batch {} message [{}, {}) lies outside its region [{}, {})", key_, i,
-          info.offset, end, region.offset(), region.offset() + region.length()));
+    if (info.offset < expected.region_begin || end > expected.region_end) {
+      return Status::Corruption(
+          fmt::format("data file {}: batch {} message [{}, {}) lies outside its region [{}, {})",
+                      key_, i, info.offset, end, expected.region_begin, expected.region_end));
     }
+    if (expected.pieces) STRATA_RETURN_IF_ERROR(CheckPieces(i, info));
     checked.store(true, std::memory_order_release);
     return Status::OK();
   }
 
-  std::string key_;
-  pb::DataFile entry_;
-  Buffer data_;
-  std::unique_ptr<std::atomic<bool>[]> bytes_verified_;   // per batch: checksum matched
+  // A read of column c verifies pieces 0 and c + 1 only, so the message metadata must lie in
+  // piece 0 and each column's buffers in its own piece.
+  Status CheckPieces(int i, const ipc::BatchInfo& info) const {
+    const size_t first = batches_[i].first_check;
+    const int64_t body = info.offset + info.metadata_length;
+    if (static_cast<int>(info.columns.size()) != num_columns_ || body > checks_[first + 1].offset) {
+      return Status::Corruption(fmt::format(
+          "data file {}: batch {} message ({} columns, metadata ending at {}) does not match "
+          "its pieces ({} columns, the first starting at {})",
+          key_, i, info.columns.size(), body, num_columns_, checks_[first + 1].offset));
+    }
+    for (int c = 0; c < num_columns_; ++c) {
+      const ipc::ColumnInfo& column = info.columns[c];
+      const CheckedRange& piece = checks_[first + 1 + c];
+      if (column.body_begin >= 0 && (body + column.body_begin < piece.offset ||
+                                     body + column.body_end > piece.offset + piece.length)) {
+        return Status::Corruption(fmt::format(
+            "data file {}: batch {} column {} bytes [{}, {}) lie outside its piece [{}, {})", key_,
+            i, c, body + column.body_begin, body + column.body_end, piece.offset,
+            piece.offset + piece.length));
+      }
+    }
+    return Status::OK();
+  }
+
+  const std::string key_;
+  const Buffer data_;
+  int num_columns_ = 0;
+  std::vector<BatchLayout> batches_;
+  std::vector<CheckedRange> checks_;
+  std::unique_ptr<std::atomic<bool>[]> checked_;          // per check: checksum matched
   std::unique_ptr<std::atomic<bool>[]> message_checked_;  // per batch: CheckBatch passed
   std::unique_ptr<ipc::FileReader> reader_;
 };
@@ -597,8 +744,8 @@ Result<std::unique_ptr<DataFileReaderImpl>> OpenImpl(ObjectStore& store, const s
   const std::string key = FileKey(prefix, entry.path());
   STRATA_ASSIGN_OR_RETURN(Buffer data,
                           WithContext(store.Get(key), fmt::format("reading data file {}", key)));
-  auto reader = std::make_unique<DataFileReaderImpl>(key, entry, std::move(data));
-  STRATA_RETURN_IF_ERROR(reader->Init(options, verify_all));
+  auto reader = std::make_unique<DataFileReaderImpl>(key, std::move(data));
+  STRATA_RETURN_IF_ERROR(reader->Init(entry, options, verify_all));
   return reader;
 }
 

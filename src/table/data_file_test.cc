@@ -18,6 +18,7 @@
 #include "support/status_assertions.h"
 #include "support/temp_dir.h"
 #include "table/format.h"
+#include "util/checksum.h"
 
 namespace strata::table::internal {
 namespace {
@@ -394,18 +395,31 @@ TEST(DataFileTest, FlippedByteInBatchIsCorruption) {
   auto store = NewMemoryObjectStore();
   ASSERT_OK_AND_ASSIGN(pb::DataFile entry, FourBatchFile(store));
   ASSERT_EQ(entry.batches_size(), 4);
-  const pb::Region& region = entry.batches(2).region();
-  FlipByte(*store, Key(entry), region.offset() + region.length() / 2);
+  // Batch regions are cut into pieces: the message, then one per column.
+  const pb::BatchInfo& info = entry.batches(2);
+  ASSERT_EQ(info.piece_starts_size(), 2);
+  ASSERT_EQ(info.piece_xxh3_size(), 3);
+  const pb::Region& region = info.region();
+  const int64_t name_begin = region.offset() + info.piece_starts(1);
+  ASSERT_LT(name_begin, region.offset() + region.length());
+  FlipByte(*store, Key(entry), name_begin);
   // Open checks only the header and footer.
   ASSERT_OK_AND_ASSIGN(auto reader, DataFileReader::Open(store, kPrefix, entry));
   for (int attempt = 0; attempt < 2; ++attempt) {
-    Result<RecordBatch> bad = reader->ReadBatch(2, {0, 1});
-    ASSERT_TRUE(bad.status().IsCorruption()) << bad.status();
-    const std::string message = bad.status().message();
-    EXPECT_NE(message.find(Key(entry)), std::string::npos) << message;
-    EXPECT_NE(message.find("batch 2"), std::string::npos) << message;
-    EXPECT_NE(message.find(fmt::format("{:016x}", region.xxh3())), std::string::npos) << message;
+    for (const std::vector<int>& columns : {std::vector<int>{0, 1}, std::vector<int>{1}}) {
+      Result<RecordBatch> bad = reader->ReadBatch(2, columns);
+      ASSERT_TRUE(bad.status().IsCorruption()) << bad.status();
+      const std::string message = bad.status().message();
+      EXPECT_NE(message.find(Key(entry)), std::string::npos) << message;
+      EXPECT_NE(message.find("batch 2 column 1"), std::string::npos) << message;
+      EXPECT_NE(message.find(fmt::format("{:016x}", info.piece_xxh3(2))), std::string::npos)
+          << message;
+    }
   }
+  // A projection that leaves the damaged column out reads it: only what is decoded is hashed.
+  ASSERT_OK_AND_ASSIGN(RecordBatch ids, reader->ReadBatch(2, {0}));
+  ASSERT_OK_AND_ASSIGN(RecordBatch ids_only, IdNameRows(10, 5).Project({0}));
+  EXPECT_EQ(AsJson(ids), AsJson(ids_only));
   for (int i : {0, 1, 3}) {
     ASSERT_OK_AND_ASSIGN(RecordBatch batch, reader->ReadBatch(i, {0, 1}));
     EXPECT_EQ(AsJson(batch), AsJson(IdNameRows(5 * i, 5)));
@@ -413,6 +427,96 @@ TEST(DataFileTest, FlippedByteInBatchIsCorruption) {
   Status verify = VerifyDataFile(*store, kPrefix, entry);
   EXPECT_TRUE(verify.IsCorruption()) << verify;
   EXPECT_NE(verify.message().find("batch 2"), std::string::npos) << verify;
+}
+
+TEST(DataFileTest, FlippedByteInBatchMessageFailsEveryProjection) {
+  auto store = NewMemoryObjectStore();
+  ASSERT_OK_AND_ASSIGN(pb::DataFile entry, FourBatchFile(store));
+  const pb::BatchInfo& info = entry.batches(1);
+  ASSERT_GT(info.piece_starts(0), 8);
+  FlipByte(*store, Key(entry), info.region().offset() + info.piece_starts(0) - 8);
+  ASSERT_OK_AND_ASSIGN(auto reader, DataFileReader::Open(store, kPrefix, entry));
+  for (const std::vector<int>& columns :
+       {std::vector<int>{0}, std::vector<int>{1}, std::vector<int>{}}) {
+    Status st = reader->ReadBatch(1, columns).status();
+    EXPECT_TRUE(st.IsCorruption()) << st;
+    EXPECT_NE(st.message().find("batch 1 message"), std::string::npos) << st;
+  }
+  ASSERT_OK(reader->ReadBatch(0, {0, 1}).status());
+}
+
+TEST(DataFileTest, BatchesWithoutPiecesAreVerifiedWhole) {
+  // Files written before batches were cut into pieces checksum each batch region whole.
+  auto store = NewMemoryObjectStore();
+  ASSERT_OK_AND_ASSIGN(pb::DataFile entry, FourBatchFile(store));
+  ASSERT_OK_AND_ASSIGN(Buffer bytes, store->Get(Key(entry)));
+  for (pb::BatchInfo& info : *entry.mutable_batches()) {
+    EXPECT_EQ(info.region().xxh3(), 0u);  // the pieces cover the region
+    info.clear_piece_starts();
+    info.clear_piece_xxh3();
+    const pb::Region& region = info.region();
+    info.mutable_region()->set_xxh3(XxHash3_64(bytes.view().substr(
+        static_cast<size_t>(region.offset()), static_cast<size_t>(region.length()))));
+  }
+  ASSERT_OK(VerifyDataFile(*store, kPrefix, entry));
+  ASSERT_OK_AND_ASSIGN(RecordBatch back, ReadAll(store, entry));
+  EXPECT_EQ(AsJson(back), AsJson(IdNameRows(0, 20)));
+  const pb::Region& region = entry.batches(2).region();
+  FlipByte(*store, Key(entry), region.offset() + region.length() - 1);
+  ASSERT_OK_AND_ASSIGN(auto reader, DataFileReader::Open(store, kPrefix, entry));
+  // The whole region is hashed, so even a projection without the damaged bytes fails.
+  for (const std::vector<int>& columns : {std::vector<int>{0}, std::vector<int>{1}}) {
+    Status st = reader->ReadBatch(2, columns).status();
+    EXPECT_TRUE(st.IsCorruption()) << st;
+    EXPECT_NE(st.message().find(fmt::format("{:016x}", region.xxh3())), std::string::npos) << st;
+  }
+  ASSERT_OK(reader->ReadBatch(1, {0, 1}).status());
+}
+
+TEST(DataFileTest, MalformedPiecesAreCorruption) {
+  auto store = NewMemoryObjectStore();
+  ASSERT_OK_AND_ASSIGN(pb::DataFile entry, FourBatchFile(store));
+  {
+    pb::DataFile missing = entry;
+    missing.mutable_batches(1)->mutable_piece_xxh3()->RemoveLast();
+    Status st = DataFileReader::Open(store, kPrefix, missing).status();
+    EXPECT_TRUE(st.IsCorruption()) << st;
+    EXPECT_NE(st.message().find("batch 1 has 2 piece starts and 2 piece checksums"),
+              std::string::npos)
+        << st;
+  }
+  {
+    pb::DataFile decreasing = entry;
+    pb::BatchInfo* info = decreasing.mutable_batches(3);
+    info->set_piece_starts(1, info->piece_starts(0) - 1);
+    Status st = DataFileReader::Open(store, kPrefix, decreasing).status();
+    EXPECT_TRUE(st.IsCorruption()) << st;
+  }
+  {
+    pb::DataFile outside = entry;
+    pb::BatchInfo* info = outside.mutable_batches(0);
+    info->set_piece_starts(1, info->region().length() + 1);
+    EXPECT_TRUE(DataFileReader::Open(store, kPrefix, outside).status().IsCorruption());
+  }
+  {
+    // Pieces that do not match the message: column 0's buffers said to start in piece 0. The
+    // checksums are recomputed so only the cut is wrong.
+    pb::DataFile shifted = entry;
+    ASSERT_OK_AND_ASSIGN(Buffer bytes, store->Get(Key(entry)));
+    pb::BatchInfo* info = shifted.mutable_batches(2);
+    const int64_t offset = info->region().offset();
+    info->set_piece_starts(0, info->piece_starts(0) + 8);
+    auto hash = [&](int64_t from, int64_t to) {
+      return XxHash3_64(
+          bytes.view().substr(static_cast<size_t>(from), static_cast<size_t>(to - from)));
+    };
+    info->set_piece_xxh3(0, hash(offset, offset + info->piece_starts(0)));
+    info->set_piece_xxh3(1, hash(offset + info->piece_starts(0), offset + info->piece_starts(1)));
+    ASSERT_OK_AND_ASSIGN(auto reader, DataFileReader::Open(store, kPrefix, shifted));
+    Status st = reader->ReadBatch(2, {1}).status();
+    EXPECT_TRUE(st.IsCorruption()) << st;
+    EXPECT_NE(st.message().find("lie outside its piece"), std::string::npos) << st;
+  }
 }
 
 TEST(DataFileTest, FlippedByteInHeaderOrFooterFailsOpen) {

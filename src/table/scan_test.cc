@@ -26,17 +26,24 @@ using testing_util::KeyedSchema;
 using testing_util::ReadAll;
 using testing_util::UInt64Column;
 
-// Flips a byte inside batch `batch` of fragment `fragment`'s data file, so reading that batch
-// (and only that batch: regions are verified when first read) fails with Corruption.
+// Flips a byte in each piece of batch `batch` of fragment `fragment`'s data file, so reading that
+// batch (and only that batch: regions are verified when first read) fails with Corruption.
 Status CorruptBatch(ObjectStore& store, const std::string& prefix, uint64_t version, int fragment,
                     int batch) {
   STRATA_ASSIGN_OR_RETURN(internal::SnapshotPtr snapshot,
                           internal::LoadVersion(store, prefix, version));
   const pb::DataFile& file = snapshot->manifest.fragments(fragment).files(0);
-  const pb::Region& region = file.batches(batch).region();
+  const pb::BatchInfo& info = file.batches(batch);
+  const pb::Region& region = info.region();
   STRATA_ASSIGN_OR_RETURN(Buffer data, store.Get(prefix + file.path()));
   std::string bytes(reinterpret_cast<const char*>(data.data()), data.size());
-  bytes[region.offset() + region.length() / 2] ^= 0x5a;
+  // A byte in every piece (each column's and the message's), so any projection meets one.
+  int64_t from = 0;
+  for (int p = 0; p <= info.piece_starts_size(); ++p) {
+    const int64_t to = p < info.piece_starts_size() ? info.piece_starts(p) : region.length();
+    if (to > from) bytes[region.offset() + (from + to) / 2] ^= 0x5a;
+    from = to;
+  }
   return store.Put(prefix + file.path(), bytes);
 }
 
