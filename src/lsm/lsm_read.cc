@@ -4,9 +4,12 @@
 #include "lsm/lsm_read.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -307,9 +310,11 @@ Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::s
           STRATA_ASSIGN_OR_RETURN(KeyColumnView keys,
                                   KeyColumnView::Make(batch.GetColumnByName(key_name), key_name));
           STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
+          std::vector<uint8_t> added;
+          seen.InsertAll(keys, &added);
           std::vector<int64_t> live;
           for (int64_t r = 0; r < batch.num_rows(); ++r) {
-            if (seen.Insert(keys[r]) && !IsTombstone(tombstones, r)) live.push_back(r);
+            if (added[r] && !IsTombstone(tombstones, r)) live.push_back(r);
           }
           if (live.empty()) return Status::OK();
           STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, GenerationRows(batch, plan, live, what));
@@ -325,21 +330,24 @@ Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::s
         STRATA_ASSIGN_OR_RETURN(KeyColumnView keys,
                                 KeyColumnView::Make(batch.GetColumnByName(key_name), key_name));
         STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
+        std::vector<uint8_t> newer;
+        seen.ContainsAll(keys, &newer);
         std::vector<int64_t> live;
         for (int64_t r = 0; r < batch.num_rows(); ++r) {
-          if (!IsTombstone(tombstones, r) && !seen.Contains(keys[r])) live.push_back(r);
+          if (!IsTombstone(tombstones, r) && !newer[r]) live.push_back(r);
         }
         if (live.empty()) return Status::OK();
         STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, GenerationRows(batch, plan, live, what));
         return Emit(plan, candidates, sink, /*filtered=*/true);
       }));
   // Then every key, tombstones and rows failing the filter included: each hides older rows.
+  std::vector<uint8_t> added;  // reused across batches
   table::ScanOptions keys_options;
   keys_options.columns = {key_name};
   return ForEachGenerationBatch(
       generation, keys_options, what, sink, [&](const RecordBatch& batch) -> Status {
         STRATA_ASSIGN_OR_RETURN(KeyColumnView keys, KeyColumnView::Make(batch.column(0), key_name));
-        for (int64_t r = 0; r < keys.size(); ++r) seen.Insert(keys[r]);
+        seen.InsertAll(keys, &added);
         return Status::OK();
       });
 }
@@ -364,14 +372,16 @@ Status ScanBase(const table::Table& base, const ReadPlan& plan, std::string_view
   options.columns = plan.work_names;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<table::BatchIterator> it, base.Scan(options));
   const std::string& key_name = plan.work_names[plan.work_key];
+  std::vector<uint8_t> newer;  // reused across batches
   while (!sink.full()) {
     STRATA_ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, it->Next());
     if (!batch) return Status::OK();
     STRATA_ASSIGN_OR_RETURN(KeyColumnView keys,
                             KeyColumnView::Make(batch->column(plan.work_key), key_name));
+    seen.ContainsAll(keys, &newer);
     std::vector<int64_t> keep;
     for (int64_t r = 0; r < batch->num_rows(); ++r) {
-      if (!seen.Contains(keys[r])) keep.push_back(r);
+      if (!newer[r]) keep.push_back(r);
     }
     if (keep.empty()) continue;
     STRATA_ASSIGN_OR_RETURN(RecordBatch work, Conform(*batch, plan.work_schema, "base table"));
@@ -399,6 +409,17 @@ Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink, 
         fmt::format("lsm scan: limit must be >= 0, got {}", *options.limit));
   }
   STRATA_ASSIGN_OR_RETURN(ReadPlan plan, MakePlan(view, options.columns, options.filter));
+  if (!options.limit) {
+    // Every key of the newer sources is remembered: size the set once for all of them
+    // instead of rehashing it as it grows (bounded, in case a count is corrupt).
+    constexpr int64_t kMaxReserve = int64_t{1} << 26;
+    int64_t keys = 0;
+    for (const auto& memtable : view.memtables) keys += memtable ? memtable->rows() : 0;
+    for (const auto& generation : view.generations) {
+      keys += generation ? std::max<int64_t>(generation->entry().rows(), 0) : 0;
+    }
+    seen.Reserve(static_cast<size_t>(std::min(keys, kMaxReserve)));
+  }
   for (const auto& memtable : view.memtables) {
     if (sink.full()) return Status::OK();
     if (memtable) STRATA_RETURN_IF_ERROR(ScanMemTable(*memtable, plan, seen, sink));
@@ -647,8 +668,33 @@ constexpr char kNoBytes[1] = {0};
 
 uint64_t KeySet::DefaultHash(std::string_view key) { return XxHash3_64(key); }
 
+void KeySet::SlotsDeleter::operator()(Slot* slots) const {
+  if (mapped_bytes > 0) {
+    ::munmap(slots, mapped_bytes);
+  } else {
+    std::free(slots);
+  }
+}
+
+KeySet::Slots KeySet::AllocateSlots(size_t count) {
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t bytes = count * sizeof(Slot);
+  if (bytes >= kHugePage) {
+    // Fresh anonymous pages read as zero (an all-zero Slot is empty), so nothing is cleared
+    // here and untouched slots cost no memory.
+    void* memory =
+        ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) throw std::bad_alloc();
+    ::madvise(memory, bytes, MADV_HUGEPAGE);  // advice only
+    return Slots(static_cast<Slot*>(memory), SlotsDeleter{bytes});
+  }
+  void* memory = std::calloc(count, sizeof(Slot));
+  if (memory == nullptr) throw std::bad_alloc();
+  return Slots(static_cast<Slot*>(memory), SlotsDeleter{0});
+}
+
 size_t KeySet::FindSlot(std::string_view key, uint64_t hash) const {
-  const size_t mask = slots_.size() - 1;
+  const size_t mask = num_slots_ - 1;
   for (size_t i = static_cast<size_t>(hash) & mask;; i = (i + 1) & mask) {
     const Slot& slot = slots_[i];
     if (slot.data == nullptr) return i;
@@ -656,11 +702,22 @@ size_t KeySet::FindSlot(std::string_view key, uint64_t hash) const {
   }
 }
 
-void KeySet::Grow() {
-  std::vector<Slot> old = std::move(slots_);
-  slots_.assign(old.empty() ? kInitialSlots : old.size() * 2, Slot{});
-  const size_t mask = slots_.size() - 1;
-  for (const Slot& slot : old) {
+void KeySet::Reserve(size_t keys) {
+  size_t slots = num_slots_ == 0 ? kInitialSlots : num_slots_;
+  while (slots / 2 < keys) slots *= 2;
+  if (slots > num_slots_) Rehash(slots);
+}
+
+void KeySet::Grow() { Rehash(num_slots_ == 0 ? kInitialSlots : num_slots_ * 2); }
+
+void KeySet::Rehash(size_t slots) {
+  Slots old = std::move(slots_);
+  const size_t old_slots = num_slots_;
+  slots_ = AllocateSlots(slots);
+  num_slots_ = slots;
+  const size_t mask = slots - 1;
+  for (size_t k = 0; k < old_slots; ++k) {
+    const Slot& slot = old[k];
     if (slot.data == nullptr) continue;
     size_t i = static_cast<size_t>(slot.hash) & mask;
     while (slots_[i].data != nullptr) i = (i + 1) & mask;
@@ -688,8 +745,11 @@ const char* KeySet::CopyKey(std::string_view key) {
 }
 
 bool KeySet::Insert(std::string_view key) {
-  if ((size_ + 1) * 2 > slots_.size()) Grow();
-  const uint64_t hash = hash_(key);
+  if ((size_ + 1) * 2 > num_slots_) Grow();
+  return InsertHashed(key, hash_(key));
+}
+
+bool KeySet::InsertHashed(std::string_view key, uint64_t hash) {
   Slot& slot = slots_[FindSlot(key, hash)];
   if (slot.data != nullptr) return false;
   slot.data = CopyKey(key);
@@ -702,6 +762,49 @@ bool KeySet::Insert(std::string_view key) {
 bool KeySet::Contains(std::string_view key) const {
   if (size_ == 0) return false;
   return slots_[FindSlot(key, hash_(key))].data != nullptr;
+}
+
+namespace {
+
+// Keys hashed ahead of the one probed: enough slot fetches in flight to cover a memory
+// round trip. A power of two: the hashes wait in a ring of this many.
+constexpr int64_t kProbeAhead = 16;
+
+// Calls probe(row, hash) for every row of `keys` in order, each slot prefetched kProbeAhead
+// rows before its probe.
+template <typename Probe>
+void ProbeAhead(const KeyColumnView& keys, KeySet::HashFunction hash, const void* slots,
+                size_t slot_bytes, size_t mask, Probe probe) {
+  const int64_t n = keys.size();
+  uint64_t ring[kProbeAhead];
+  auto fetch = [&](int64_t row) {
+    const uint64_t h = hash(keys[row]);
+    ring[row % kProbeAhead] = h;
+    __builtin_prefetch(static_cast<const char*>(slots) + (h & mask) * slot_bytes);
+  };
+  for (int64_t r = 0; r < std::min(n, kProbeAhead); ++r) fetch(r);
+  for (int64_t r = 0; r < n; ++r) {
+    const uint64_t h = ring[r % kProbeAhead];
+    if (r + kProbeAhead < n) fetch(r + kProbeAhead);
+    probe(r, h);
+  }
+}
+
+}  // namespace
+
+void KeySet::InsertAll(const KeyColumnView& keys, std::vector<uint8_t>* out) {
+  out->resize(static_cast<size_t>(keys.size()));
+  Reserve(size_ + static_cast<size_t>(keys.size()));  // no rehash below: slots stay put
+  ProbeAhead(keys, hash_, slots_.get(), sizeof(Slot), num_slots_ - 1,
+             [&](int64_t r, uint64_t h) { (*out)[r] = InsertHashed(keys[r], h) ? 1 : 0; });
+}
+
+void KeySet::ContainsAll(const KeyColumnView& keys, std::vector<uint8_t>* out) const {
+  out->assign(static_cast<size_t>(keys.size()), 0);
+  if (size_ == 0) return;
+  ProbeAhead(keys, hash_, slots_.get(), sizeof(Slot), num_slots_ - 1, [&](int64_t r, uint64_t h) {
+    (*out)[r] = slots_[FindSlot(keys[r], h)].data != nullptr ? 1 : 0;
+  });
 }
 
 Result<KeyColumnView> KeyColumnView::Make(const Array& column, std::string_view column_name) {

@@ -88,6 +88,8 @@ Result<int64_t> LsmCount(const LsmView& view, const std::string& filter = {});
 
 namespace internal {
 
+class KeyColumnView;
+
 // Encoded keys (lsm/key.h) a read has met, for newest-wins de-duplication: an open-addressing
 // set of (64-bit hash, key bytes) that copies key bytes into blocks of its own, so adding a
 // key allocates nothing per key. A hash only picks the slot; keys are always compared in
@@ -99,13 +101,21 @@ class KeySet {
   static uint64_t DefaultHash(std::string_view key);
 
   // `hash` is replaceable so tests can force collisions.
-  explicit KeySet(HashFunction hash = &DefaultHash) : hash_(hash) {}
+  explicit KeySet(HashFunction hash = &DefaultHash)
+      : hash_(hash), slots_(nullptr, SlotsDeleter{0}) {}
   KeySet(const KeySet&) = delete;
   KeySet& operator=(const KeySet&) = delete;
 
   // Adds a copy of `key`; false (and nothing added) when the set already holds it.
   bool Insert(std::string_view key);
   bool Contains(std::string_view key) const;
+  // Insert and Contains of every key of `keys`, row by row, the answers in `out` (one per
+  // row, 1 = added / held). Hashes the keys first and fetches each slot ahead of its probe,
+  // so a large set costs about one memory round trip per batch of keys rather than per key.
+  void InsertAll(const KeyColumnView& keys, std::vector<uint8_t>* out);
+  void ContainsAll(const KeyColumnView& keys, std::vector<uint8_t>* out) const;
+  // Makes room for `keys` keys in all, so adding up to that many rehashes nothing.
+  void Reserve(size_t keys);
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
@@ -115,13 +125,25 @@ class KeySet {
     const char* data = nullptr;  // nullptr: the slot is empty
     size_t size = 0;
   };
-  // The slot holding `key`, or the empty slot where it would go. REQUIRES !slots_.empty().
+  // Zeroed slots; a large array asks for transparent huge pages (one TLB entry per 2 MiB of
+  // randomly probed slots).
+  struct SlotsDeleter {
+    size_t mapped_bytes;  // 0: from calloc
+    void operator()(Slot* slots) const;
+  };
+  using Slots = std::unique_ptr<Slot[], SlotsDeleter>;
+  static Slots AllocateSlots(size_t count);
+
+  // The slot holding `key`, or the empty slot where it would go. REQUIRES num_slots_ > 0.
   size_t FindSlot(std::string_view key, uint64_t hash) const;
+  bool InsertHashed(std::string_view key, uint64_t hash);
   void Grow();
+  void Rehash(size_t slots);  // slots: a power of two, at least twice size_
   const char* CopyKey(std::string_view key);
 
   HashFunction hash_;
-  std::vector<Slot> slots_;  // empty, or a power of two in size and at most half full
+  Slots slots_;  // num_slots_ of them: 0, or a power of two and at most half full
+  size_t num_slots_ = 0;
   size_t size_ = 0;
   std::vector<std::unique_ptr<char[]>> blocks_;
   char* free_ = nullptr;  // the unused tail of the newest shared block

@@ -2,6 +2,7 @@
 // and a base table, including a randomized comparison against a std::map model.
 #include "lsm/lsm_read.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -677,13 +678,20 @@ std::vector<std::string> AwkwardKeys(std::mt19937_64& rng, int count) {
   return keys;
 }
 
-void ExpectMatchesStdSet(KeySet::HashFunction hash, uint64_t seed, int count) {
+// `reserve_at`: after that many insertions of the first round, Reserve(count) (keys already
+// in the set are rehashed); never when negative.
+void ExpectMatchesStdSet(KeySet::HashFunction hash, uint64_t seed, int count, int reserve_at = -1) {
   std::mt19937_64 rng(seed);
   std::vector<std::string> keys = AwkwardKeys(rng, count);
   KeySet set(hash);
   std::set<std::string> model;
   for (int round = 0; round < 2; ++round) {
-    for (const std::string& key : keys) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const std::string& key = keys[i];
+      if (round == 0 && static_cast<int>(i) == reserve_at) {
+        set.Reserve(static_cast<size_t>(count));
+        for (size_t j = 0; j < i; ++j) EXPECT_TRUE(set.Contains(keys[j])) << j;
+      }
       EXPECT_EQ(set.Contains(key), model.contains(key)) << "round " << round;
       EXPECT_EQ(set.Insert(key), model.insert(key).second) << "round " << round;
       EXPECT_TRUE(set.Contains(key));
@@ -703,6 +711,61 @@ TEST(KeySetTest, MatchesStdSet) {
   const uint64_t seed = strata::testing::TestSeed();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   ExpectMatchesStdSet(&KeySet::DefaultHash, seed, 3000);
+}
+
+TEST(KeySetTest, ReserveKeepsEveryKeyAndMatchesStdSet) {
+  const uint64_t seed = strata::testing::TestSeed();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  for (int reserve_at : {0, 1, 700, 2999}) {
+    SCOPED_TRACE(::testing::Message() << "reserve at " << reserve_at);
+    ExpectMatchesStdSet(&KeySet::DefaultHash, seed, 3000, reserve_at);
+  }
+  // Colliding hashes: the rehash keeps every probe chain intact.
+  ExpectMatchesStdSet([](std::string_view key) { return uint64_t{key.size() % 2}; }, seed, 300,
+                      150);
+  KeySet small;
+  small.Reserve(0);  // nothing to make room for
+  EXPECT_TRUE(small.Insert("a"));
+  EXPECT_FALSE(small.Insert("a"));
+}
+
+// InsertAll / ContainsAll against Insert / Contains on a std::set, batch by batch, keys
+// repeating within and across batches; large enough for the huge-page slot array.
+TEST(KeySetTest, BatchedInsertAndContainsMatchStdSet) {
+  const uint64_t seed = strata::testing::TestSeed();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937_64 rng(seed);
+  for (KeySet::HashFunction hash :
+       {&KeySet::DefaultHash, +[](std::string_view key) { return uint64_t{key.size() % 3}; }}) {
+    const bool colliding = hash != &KeySet::DefaultHash;
+    KeySet set(hash);
+    std::set<std::string> model;
+    const int batches = colliding ? 4 : 12;
+    for (int b = 0; b < batches; ++b) {
+      BinaryBuilder builder(utf8());
+      const int rows = colliding ? 60 : 1 + static_cast<int>(rng() % 40000);
+      for (int r = 0; r < rows; ++r) {
+        ASSERT_OK(builder.Append(fmt::format("k{}", rng() % (colliding ? 200 : 150000))));
+      }
+      ASSERT_OK_AND_ASSIGN(Array column, builder.Finish());
+      ASSERT_OK_AND_ASSIGN(KeyColumnView keys, KeyColumnView::Make(column, "k"));
+      std::vector<uint8_t> found;
+      set.ContainsAll(keys, &found);
+      ASSERT_EQ(found.size(), static_cast<size_t>(rows));
+      for (int r = 0; r < rows; ++r) {
+        ASSERT_EQ(found[r] != 0, model.contains(std::string(keys[r]))) << b << " " << r;
+      }
+      std::vector<uint8_t> added;
+      set.InsertAll(keys, &added);
+      ASSERT_EQ(added.size(), static_cast<size_t>(rows));
+      for (int r = 0; r < rows; ++r) {
+        ASSERT_EQ(added[r] != 0, model.insert(std::string(keys[r])).second) << b << " " << r;
+      }
+      ASSERT_EQ(set.size(), model.size());
+    }
+    for (const std::string& key : model) EXPECT_TRUE(set.Contains(key)) << key;
+    EXPECT_FALSE(set.Contains("k-1"));
+  }
 }
 
 TEST(KeySetTest, DifferentKeysWithEqualHashesStayDistinct) {
