@@ -186,6 +186,11 @@ Result<FileStatus> FaultInjectionFileSystem::LinkStat(const std::string& path) {
   return base_->LinkStat(path);
 }
 
+Result<std::optional<FileStatus>> FaultInjectionFileSystem::StatWithoutLinks(
+    const std::string& path) {
+  return base_->StatWithoutLinks(path);
+}
+
 Result<std::vector<FileEntry>> FaultInjectionFileSystem::ListFiles(const std::string& dir) {
   return base_->ListFiles(dir);
 }

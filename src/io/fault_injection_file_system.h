@@ -66,6 +66,7 @@ class FaultInjectionFileSystem final : public FileSystem {
   Result<Buffer> MapFile(const std::string& path) override;
   Result<FileStatus> Stat(const std::string& path) override;
   Result<FileStatus> LinkStat(const std::string& path) override;
+  Result<std::optional<FileStatus>> StatWithoutLinks(const std::string& path) override;
   Status RenameFile(const std::string& from, const std::string& to) override;
   Status LinkFile(const std::string& from, const std::string& to) override;
   Status DeleteFile(const std::string& path) override;

@@ -336,11 +336,23 @@ class FileObjectStore final : public ObjectStore {
   }
   // CheckKeyAndPath, then the object's own status from the same lstat that checks it is no
   // link (one system call per level, none twice). Errors carry `op` and the key.
+  // First in one lookup that refuses links anywhere on the path (FileSystem::
+  // StatWithoutLinks); when that cannot tell, by the walk. A walk that then finds no link
+  // below the root means the one lookup cannot work for this store (a link above the root,
+  // or no openat2): it is not tried again.
   Result<FileStatus> StatObject(std::string_view op, std::string_view key) const {
-    STRATA_RETURN_IF_ERROR(CheckKeyAndPath(op, key, /*whole_key=*/false));
+    STRATA_RETURN_IF_ERROR(CheckKey(key));
+    const bool fast = one_lookup_.load(std::memory_order_relaxed);
+    if (fast) {
+      Result<std::optional<FileStatus>> st = fs_->StatWithoutLinks(PathOf(key));
+      if (!st.ok()) return ReadError(op, key, st.status());
+      if (st->has_value()) return **st;
+    }
+    STRATA_RETURN_IF_ERROR(CheckNoLinks(op, key, /*whole_key=*/false));
     Result<FileStatus> st = fs_->LinkStat(PathOf(key));
     if (!st.ok()) return ReadError(op, key, st.status());
     if (st->is_symlink) return LinkRefused(op, key, key);
+    if (fast) one_lookup_.store(false, std::memory_order_relaxed);
     return st;
   }
   // CheckKey, then CheckNoLinks.
@@ -450,7 +462,8 @@ class FileObjectStore final : public ObjectStore {
   const std::shared_ptr<FileSystem> fs_;
   const std::string root_;
   const LocalObjectStoreOptions options_;
-  uint64_t nonce_ = 0;  // random per store, names temp files
+  mutable std::atomic<bool> one_lookup_{true};  // StatObject tries StatWithoutLinks first
+  uint64_t nonce_ = 0;                          // random per store, names temp files
   std::atomic<uint64_t> counter_{0};
 
   // Shared by Put/PutIfAbsent from directory creation to durability; exclusive while

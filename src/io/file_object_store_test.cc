@@ -218,10 +218,37 @@ TEST_F(SymlinkTest, ReadsAndWritesRefuseALink) {
   ExpectOutsideIntact();
 }
 
+TEST_F(SymlinkTest, ALinkPlacedAfterReadsIsStillRefused) {
+  // Reads that found the path link-free remember nothing: a directory replaced by a link
+  // later is refused on the next read.
+  namespace fs = std::filesystem;
+  ASSERT_TRUE(store_->Put("later/precious", "inside").ok());
+  EXPECT_EQ(store_->Get("later/precious")->view(), "inside");
+  EXPECT_EQ(store_->Head("later/precious")->size, 6);
+  fs::remove_all(root() / "later");
+  fs::create_directory_symlink(outside(), root() / "later");
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Result<ObjectMeta> head = store_->Head("later/precious");
+    ASSERT_FALSE(head.ok());
+    EXPECT_THAT(head.status().message(), HasSubstr("is a symbolic link"));
+    EXPECT_FALSE(store_->Get("later/precious").ok());
+  }
+  // A missing object is NotFound, also once a link was met.
+  EXPECT_TRUE(store_->Head("data/none").status().IsNotFound());
+  EXPECT_EQ(store_->Get("data/real")->view(), "r");
+  ExpectOutsideIntact();
+}
+
 TEST_F(SymlinkTest, TheRootItselfMayBeALink) {
   std::filesystem::create_directory_symlink(root(), dir_.path() / "root-link");
   auto via_link = OpenOrDie(PosixFileSystem(), (dir_.path() / "root-link").string());
-  EXPECT_EQ(via_link->Get("data/real")->view(), "r");
+  // Reads through the link above the root work, the first and every later one.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    EXPECT_EQ(via_link->Get("data/real")->view(), "r");
+    EXPECT_EQ(via_link->Head("data/real")->size, 1);
+    EXPECT_TRUE(via_link->Head("data/none").status().IsNotFound());
+  }
+  EXPECT_FALSE(via_link->Head("data/file-link").ok());
   EXPECT_EQ(via_link->List("")->size(), 1u);
 }
 

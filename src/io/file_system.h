@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,6 +94,14 @@ class FileSystem {
   // Describes `path` itself, not what a symbolic link there points at (lstat(2)). File
   // systems without links answer like Stat.
   virtual Result<FileStatus> LinkStat(const std::string& path) { return Stat(path); }
+  // `path`'s status in one lookup that refuses symbolic links in every component of it
+  // (openat2 RESOLVE_NO_SYMLINKS), or nullopt when that cannot be told this way — a link on
+  // the way, or a system without the call — and the caller must walk the path with
+  // LinkStat. NotFound when a component is missing. The default always answers nullopt.
+  virtual Result<std::optional<FileStatus>> StatWithoutLinks(const std::string& path) {
+    (void)path;
+    return std::optional<FileStatus>();
+  }
   // Size of a regular file.
   Result<int64_t> FileSize(const std::string& path);
   // True when something (file or directory) exists at `path`.

@@ -3,8 +3,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/openat2.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -220,6 +222,28 @@ class PosixFileSystemImpl final : public FileSystem {
     out.is_directory = S_ISDIR(st.st_mode);
     out.size = static_cast<int64_t>(st.st_size);
     return out;
+  }
+
+  Result<std::optional<FileStatus>> StatWithoutLinks(const std::string& path) override {
+    struct open_how how {};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS;
+    const int fd = static_cast<int>(RetryOnEintr(
+        [&] { return ::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof(how)); }));
+    if (fd < 0) {
+      const int err = errno;
+      if (err == ENOENT || err == ENOTDIR) return ErrnoStatus("openat2", path, err);
+      return std::optional<FileStatus>();  // ELOOP (a link), ENOSYS, EPERM (seccomp), ...
+    }
+    struct stat st;
+    const int rc = ::fstat(fd, &st);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0) return ErrnoStatus("fstat", path, err);
+    FileStatus out;
+    out.is_directory = S_ISDIR(st.st_mode);
+    out.size = static_cast<int64_t>(st.st_size);
+    return std::optional<FileStatus>(out);
   }
 
   Result<FileStatus> LinkStat(const std::string& path) override {
