@@ -359,7 +359,8 @@ class PosixFileSystemImpl final : public FileSystem {
       return ErrnoStatus("opendir", dir, errno);
     }
     errno = 0;
-    while (struct dirent* entry = ::readdir(d)) {
+    // readdir is unsafe only for one stream shared between threads; this one is local.
+    while (struct dirent* entry = ::readdir(d)) {  // NOLINT(concurrency-mt-unsafe)
       std::string_view name = entry->d_name;
       if (name != "." && name != "..") names->emplace_back(name);
       errno = 0;
