@@ -410,15 +410,18 @@ Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink, 
   }
   STRATA_ASSIGN_OR_RETURN(ReadPlan plan, MakePlan(view, options.columns, options.filter));
   if (!options.limit) {
-    // Every key of the newer sources is remembered: size the set once for all of them
-    // instead of rehashing it as it grows (bounded, in case a count is corrupt).
-    constexpr int64_t kMaxReserve = int64_t{1} << 26;
-    int64_t keys = 0;
-    for (const auto& memtable : view.memtables) keys += memtable ? memtable->rows() : 0;
-    for (const auto& generation : view.generations) {
-      keys += generation ? std::max<int64_t>(generation->entry().rows(), 0) : 0;
-    }
-    seen.Reserve(static_cast<size_t>(std::min(keys, kMaxReserve)));
+    // Every key of the newer sources is remembered: size the set once for their rows instead
+    // of rehashing it as it grows. Rows overcount keys that repeat across sources, so at most
+    // kMaxReserve keys (96 MiB of slots) are reserved; a larger set grows as it fills.
+    constexpr int64_t kMaxReserve = int64_t{1} << 21;
+    int64_t rows = 0;
+    auto add = [&](int64_t n) {
+      rows = std::min(rows + std::clamp<int64_t>(n, 0, kMaxReserve), kMaxReserve);
+    };
+    for (const auto& memtable : view.memtables) add(memtable ? memtable->rows() : 0);
+    for (const auto& generation : view.generations)
+      add(generation ? generation->entry().rows() : 0);
+    seen.Reserve(static_cast<size_t>(rows));
   }
   for (const auto& memtable : view.memtables) {
     if (sink.full()) return Status::OK();
@@ -704,7 +707,7 @@ size_t KeySet::FindSlot(std::string_view key, uint64_t hash) const {
 
 void KeySet::Reserve(size_t keys) {
   size_t slots = num_slots_ == 0 ? kInitialSlots : num_slots_;
-  while (slots / 2 < keys) slots *= 2;
+  while (slots / 2 < keys && slots < (size_t{1} << 60)) slots *= 2;
   if (slots > num_slots_) Rehash(slots);
 }
 

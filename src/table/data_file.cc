@@ -117,11 +117,11 @@ Status CheckFieldIds(const std::vector<int32_t>& field_ids, int num_columns, std
   return Status::OK();
 }
 
-// Cuts batch region [start, end) of `bytes`, whose record batch message `info` describes,
-// into pieces (one before the first column's buffers, then one per column up to the next
-// column's) and checksums each; the region's own checksum is then 0. False, and nothing
-// set, when the columns' buffers are not in column order (an IPC writer other than strata's
-// may order them otherwise): the region is then checksummed whole.
+// Checksums batch region [start, end) of `bytes`, whose record batch message `info`
+// describes, and cuts it into pieces (one before the first column's buffers, then one per
+// column up to the next column's), checksumming each. False, and nothing set, when the
+// columns' buffers are not in column order (an IPC writer other than strata's may order them
+// otherwise): the region then gets its whole checksum only.
 bool CutPieces(std::string_view bytes, const ipc::BatchInfo& info, int64_t start, int64_t end,
                pb::BatchInfo* batch) {
   const int64_t body = info.offset + info.metadata_length;
@@ -140,10 +140,11 @@ bool CutPieces(std::string_view bytes, const ipc::BatchInfo& info, int64_t start
   auto hash = [&](int64_t from, int64_t to) {
     return XxHash3_64(bytes.substr(static_cast<size_t>(from), static_cast<size_t>(to - from)));
   };
+  // The region keeps its own checksum, for readers that predate pieces.
   pb::Region* region = batch->mutable_region();
   region->set_offset(start);
   region->set_length(end - start);
-  region->set_xxh3(0);
+  region->set_xxh3(hash(start, end));
   batch->add_piece_xxh3(hash(start, starts[0]));
   for (int c = 0; c < num_columns; ++c) {
     batch->add_piece_starts(starts[c] - start);
@@ -626,7 +627,7 @@ class DataFileReaderImpl final : public DataFileReader {
       if (info.piece_starts_size() == 0 && info.piece_xxh3_size() == 0) {
         checks_.push_back(RangeOf(region));
       } else {
-        if (info.piece_starts_size() != num_columns_ ||
+        if (num_columns_ == 0 || info.piece_starts_size() != num_columns_ ||
             info.piece_xxh3_size() != num_columns_ + 1) {
           return Status::Corruption(fmt::format(
               "data file {}: {} has {} piece starts and {} piece checksums for {} columns", key_,

@@ -451,12 +451,13 @@ TEST(DataFileTest, BatchesWithoutPiecesAreVerifiedWhole) {
   ASSERT_OK_AND_ASSIGN(pb::DataFile entry, FourBatchFile(store));
   ASSERT_OK_AND_ASSIGN(Buffer bytes, store->Get(Key(entry)));
   for (pb::BatchInfo& info : *entry.mutable_batches()) {
-    EXPECT_EQ(info.region().xxh3(), 0u);  // the pieces cover the region
+    // The region keeps its whole checksum beside the pieces: what such a reader checks.
+    const pb::Region& region = info.region();
+    EXPECT_EQ(info.region().xxh3(),
+              XxHash3_64(bytes.view().substr(static_cast<size_t>(region.offset()),
+                                             static_cast<size_t>(region.length()))));
     info.clear_piece_starts();
     info.clear_piece_xxh3();
-    const pb::Region& region = info.region();
-    info.mutable_region()->set_xxh3(XxHash3_64(bytes.view().substr(
-        static_cast<size_t>(region.offset()), static_cast<size_t>(region.length()))));
   }
   ASSERT_OK(VerifyDataFile(*store, kPrefix, entry));
   ASSERT_OK_AND_ASSIGN(RecordBatch back, ReadAll(store, entry));
@@ -491,6 +492,17 @@ TEST(DataFileTest, MalformedPiecesAreCorruption) {
     info->set_piece_starts(1, info->piece_starts(0) - 1);
     Status st = DataFileReader::Open(store, kPrefix, decreasing).status();
     EXPECT_TRUE(st.IsCorruption()) << st;
+  }
+  {
+    // Pieces need columns to cut: one checksum and no starts for no columns is refused.
+    pb::DataFile no_columns = entry;
+    no_columns.clear_field_ids();
+    for (pb::BatchInfo& info : *no_columns.mutable_batches()) {
+      info.clear_piece_starts();
+      info.clear_piece_xxh3();
+      info.add_piece_xxh3(0);
+    }
+    EXPECT_TRUE(DataFileReader::Open(store, kPrefix, no_columns).status().IsCorruption());
   }
   {
     pb::DataFile outside = entry;
