@@ -334,12 +334,11 @@ class FileObjectStore final : public ObjectStore {
         "{} '{}': '{}' in {} is a symbolic link; strata never follows links inside a store", op,
         key, link, Describe()));
   }
-  // CheckKeyAndPath, then the object's own status from the same lstat that checks it is no
-  // link (one system call per level, none twice). Errors carry `op` and the key.
-  // First in one lookup that refuses links anywhere on the path (FileSystem::
-  // StatWithoutLinks); when that cannot tell, by the walk. A walk that then finds no link
-  // below the root means the one lookup cannot work for this store (a link above the root,
-  // or no openat2): it is not tried again.
+  // CheckKeyAndPath and the object's own status. First in one lookup that refuses links
+  // anywhere on the path (FileSystem::StatWithoutLinks); when that cannot tell, by the walk,
+  // whose last lstat is also the object's status. A walk that then finds no link below the
+  // root means the one lookup cannot work for this store (a link above the root, or no
+  // openat2): it is not tried again. Errors carry `op` and the key.
   Result<FileStatus> StatObject(std::string_view op, std::string_view key) const {
     STRATA_RETURN_IF_ERROR(CheckKey(key));
     const bool fast = one_lookup_.load(std::memory_order_relaxed);

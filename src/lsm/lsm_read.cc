@@ -303,6 +303,7 @@ Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::s
   rows_options.columns = GenerationColumns(generation, plan, &complete);
   // A generation lacking a column the filter may name cannot apply the filter itself: the
   // one pass reads every row and Emit applies the filter once the missing columns are null.
+  std::vector<uint8_t> met;  // per row of a batch, reused across batches
   if (!plan.filter || !complete) {
     // One pass: every row, its key remembered as it is met.
     return ForEachGenerationBatch(
@@ -310,11 +311,10 @@ Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::s
           STRATA_ASSIGN_OR_RETURN(KeyColumnView keys,
                                   KeyColumnView::Make(batch.GetColumnByName(key_name), key_name));
           STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
-          std::vector<uint8_t> added;
-          seen.InsertAll(keys, &added);
+          seen.InsertAll(keys, &met);  // 1: the key is new, so this row is its newest
           std::vector<int64_t> live;
           for (int64_t r = 0; r < batch.num_rows(); ++r) {
-            if (added[r] && !IsTombstone(tombstones, r)) live.push_back(r);
+            if (met[r] && !IsTombstone(tombstones, r)) live.push_back(r);
           }
           if (live.empty()) return Status::OK();
           STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, GenerationRows(batch, plan, live, what));
@@ -330,24 +330,22 @@ Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::s
         STRATA_ASSIGN_OR_RETURN(KeyColumnView keys,
                                 KeyColumnView::Make(batch.GetColumnByName(key_name), key_name));
         STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
-        std::vector<uint8_t> newer;
-        seen.ContainsAll(keys, &newer);
+        seen.ContainsAll(keys, &met);  // 1: a newer source holds the key
         std::vector<int64_t> live;
         for (int64_t r = 0; r < batch.num_rows(); ++r) {
-          if (!IsTombstone(tombstones, r) && !newer[r]) live.push_back(r);
+          if (!IsTombstone(tombstones, r) && !met[r]) live.push_back(r);
         }
         if (live.empty()) return Status::OK();
         STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, GenerationRows(batch, plan, live, what));
         return Emit(plan, candidates, sink, /*filtered=*/true);
       }));
   // Then every key, tombstones and rows failing the filter included: each hides older rows.
-  std::vector<uint8_t> added;  // reused across batches
   table::ScanOptions keys_options;
   keys_options.columns = {key_name};
   return ForEachGenerationBatch(
       generation, keys_options, what, sink, [&](const RecordBatch& batch) -> Status {
         STRATA_ASSIGN_OR_RETURN(KeyColumnView keys, KeyColumnView::Make(batch.column(0), key_name));
-        seen.InsertAll(keys, &added);
+        seen.InsertAll(keys, &met);
         return Status::OK();
       });
 }
