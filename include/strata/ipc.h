@@ -66,6 +66,11 @@ struct WriteOptions {
   // many batches are in flight) or Close(), and a compression failure is returned by that
   // call. The bytes written are the same as with one thread.
   int compression_threads = 1;
+  // With helper threads: how many batches may wait for compression before WriteBatch helps
+  // compress the oldest one itself (0 = compression_threads, 1 to 64). A deeper queue keeps
+  // the helpers busy while the caller prepares the next batches (a merge does much else
+  // between them), at the cost of holding that many encoded batches in memory.
+  int max_pending_batches = 0;
 };
 
 struct ReadOptions {

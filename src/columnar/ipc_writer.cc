@@ -35,6 +35,10 @@ Status CheckOptions(const WriteOptions& options) {
     return Status::InvalidArgument(fmt::format(
         "IPC compression_threads must be within 1..64, not {}", options.compression_threads));
   }
+  if (options.max_pending_batches < 0 || options.max_pending_batches > 64) {
+    return Status::InvalidArgument(fmt::format(
+        "IPC max_pending_batches must be within 0..64, not {}", options.max_pending_batches));
+  }
   return Status::OK();
 }
 
@@ -113,7 +117,9 @@ class MessageWriter {
     // this one is written. A failure from here on leaves the writer failed.
     dictionaries_.Commit(prepared);
     Enqueue(std::move(pending));
-    while (static_cast<int>(pending_.size()) >= options_.compression_threads) {
+    const int max_pending = options_.max_pending_batches > 0 ? options_.max_pending_batches
+                                                             : options_.compression_threads;
+    while (static_cast<int>(pending_.size()) >= max_pending) {
       STRATA_RETURN_IF_ERROR(Track(WriteOldest()));
     }
     return Status::OK();

@@ -34,15 +34,18 @@ TEST(IpcWriterThreadsTest, FileAndStreamBytesEqualSingleThreaded) {
     ASSERT_TRUE(want_file.ok()) << want_file.status();
     ASSERT_TRUE(want_stream.ok()) << want_stream.status();
     for (int threads : {2, 3, 8}) {
-      SCOPED_TRACE(threads);
-      WriteOptions many = one;
-      many.compression_threads = threads;
-      auto file = WriteFileToBuffer(schema, batches, many);
-      auto stream = WriteStreamToBuffer(schema, batches, many);
-      ASSERT_TRUE(file.ok()) << file.status();
-      ASSERT_TRUE(stream.ok()) << stream.status();
-      EXPECT_TRUE(file->Equals(*want_file));
-      EXPECT_TRUE(stream->Equals(*want_stream));
+      for (int pending : {0, 1, 5}) {
+        SCOPED_TRACE(::testing::Message() << threads << " threads, " << pending << " pending");
+        WriteOptions many = one;
+        many.compression_threads = threads;
+        many.max_pending_batches = pending;
+        auto file = WriteFileToBuffer(schema, batches, many);
+        auto stream = WriteStreamToBuffer(schema, batches, many);
+        ASSERT_TRUE(file.ok()) << file.status();
+        ASSERT_TRUE(stream.ok()) << stream.status();
+        EXPECT_TRUE(file->Equals(*want_file));
+        EXPECT_TRUE(stream->Equals(*want_stream));
+      }
     }
   }
 }
@@ -69,6 +72,39 @@ TEST(IpcWriterThreadsTest, BatchesReachTheStreamByClose) {
   ASSERT_EQ(got->size(), batches.size());
   for (size_t i = 0; i < batches.size(); ++i) {
     EXPECT_EQ(testing::BatchDiff(batches[i], (*got)[i]), "") << "batch " << i;
+  }
+}
+
+// Batches are written by the caller's thread only, once max_pending_batches (default: the
+// thread count) are queued, whatever the helpers have finished meanwhile.
+TEST(IpcWriterThreadsTest, MaxPendingBatchesBoundsTheQueue) {
+  SchemaPtr schema = AllTypesSchema();
+  std::vector<RecordBatch> batches = SomeBatches(schema, 7);
+  for (int pending : {0, 4}) {
+    SCOPED_TRACE(pending);
+    BufferOutputStream out;
+    auto writer = FileWriter::Make(&out, schema,
+                                   WriteOptions{.compression = Compression::kZstd,
+                                                .compression_threads = 2,
+                                                .max_pending_batches = pending});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    const int64_t header = out.Tell();
+    const int queued = pending == 0 ? 2 : pending;
+    for (int i = 0; i < queued - 1; ++i) ASSERT_TRUE((*writer)->WriteBatch(batches[i]).ok());
+    EXPECT_EQ(out.Tell(), header);  // all still queued
+    ASSERT_TRUE((*writer)->WriteBatch(batches[queued - 1]).ok());
+    EXPECT_GT(out.Tell(), header);  // the queue was full: the oldest was written
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  for (int pending : {-1, 65}) {
+    BufferOutputStream out;
+    auto writer = FileWriter::Make(&out, schema,
+                                   WriteOptions{.compression = Compression::kZstd,
+                                                .compression_threads = 2,
+                                                .max_pending_batches = pending});
+    ASSERT_FALSE(writer.ok()) << pending;
+    EXPECT_TRUE(writer.status().IsInvalidArgument()) << writer.status();
+    EXPECT_NE(writer.status().message().find("max_pending_batches"), std::string::npos);
   }
 }
 

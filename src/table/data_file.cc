@@ -357,6 +357,7 @@ class DataFileWriterImpl final : public DataFileWriter {
     ipc::WriteOptions write_options;
     write_options.compression = options_.compression;
     write_options.compression_threads = std::max(1, options_.compression_threads);
+    write_options.max_pending_batches = options_.max_pending_batches;
     STRATA_ASSIGN_OR_RETURN(writer_, ipc::FileWriter::Make(&out_, schema_, write_options));
     header_end_ = out_.Tell();
     return Status::OK();

@@ -29,6 +29,9 @@ struct DataFileWriteOptions {
   // compression_threads): the next batch is cut and its statistics computed while the
   // previous one is compressed. The file's bytes do not depend on it.
   int compression_threads = 2;
+  // Batches that may wait for the helper before the writer's caller compresses one itself
+  // (ipc::WriteOptions::max_pending_batches).
+  int max_pending_batches = 4;
   // The file's name is drawn from these (null = the system sources).
   Clock* clock = nullptr;
   RandomSource* random = nullptr;
