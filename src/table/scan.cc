@@ -107,18 +107,23 @@ Result<std::unique_ptr<RowSelector>> RowSelector::Make(std::shared_ptr<TableCont
     STRATA_ASSIGN_OR_RETURN(KeyKind kind, KeyKindForType(*schema.field(key_column)->type()));
     std::optional<std::vector<expr::Scalar>> keys;
     if (spec.keys) {
-      keys = *spec.keys;
+      keys = std::move(*spec.keys);  // the spec kept below needs only that there were keys
+      spec.keys.emplace();
       s.key_kind_ = kind;
     } else if (full) {
       keys = expr::ExtractKeyEqualities(*full, key_column);
     }
     if (keys) {
       s.key_mode_ = true;
-      for (const expr::Scalar& key : *keys) {
+      s.normalized_keys_.reserve(keys->size());
+      for (expr::Scalar& key : *keys) {
         std::optional<expr::Scalar> normalized = NormalizeKey(key, kind);
         if (normalized) s.normalized_keys_.push_back(std::move(*normalized));
       }
-      std::sort(s.normalized_keys_.begin(), s.normalized_keys_.end(), ScalarLess);
+      // Callers with many keys (a merge's upsert) pass them sorted already.
+      if (!std::is_sorted(s.normalized_keys_.begin(), s.normalized_keys_.end(), ScalarLess)) {
+        std::sort(s.normalized_keys_.begin(), s.normalized_keys_.end(), ScalarLess);
+      }
       s.no_rows_ = s.normalized_keys_.empty();
       const pb::Index* index = snapshot->key_index();
       if (!s.no_rows_ && index != nullptr && index->field_id() == snapshot->field_ids[key_column]) {

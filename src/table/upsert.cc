@@ -5,8 +5,9 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "strata/table.h"
@@ -28,7 +29,6 @@ struct KeyLess {
     return a.int64_value() < b.int64_value();
   }
 };
-using KeySet = std::set<expr::Scalar, KeyLess>;
 
 // The key at `row` of key column `keys` as a scalar the key index compares; nullopt for a
 // null or a type that cannot be a key.
@@ -127,44 +127,88 @@ Result<UpsertResult> Table::Upsert(const std::vector<RecordBatch>& batches,
   // --- Validate everything before writing anything -------------------------------------
   STRATA_ASSIGN_OR_RETURN(std::vector<RecordBatch> aligned,
                           internal::AlignAppendBatches(*read, batches));
-  KeySet keys;
+  // Every key the call writes or deletes, sorted. The batches' keys are sorted as plain
+  // values (views into the batches for strings) before they become scalars: a merge hands
+  // over a million keys, and sorting or tree-inserting scalars cost it seconds.
+  std::vector<expr::Scalar> key_list;
   int64_t total_rows = 0;
-  for (const RecordBatch& batch : aligned) {
-    total_rows += batch.num_rows();
-    const Array column = batch.GetColumnByName(key_field.name());
-    if (!column.is_valid_handle()) {
-      return Status::InvalidArgument(
-          fmt::format("Upsert: a batch lacks the primary-key column '{}'", key_field.name()));
+  {
+    std::vector<std::string_view> string_keys;
+    std::vector<int64_t> integer_keys;
+    for (const RecordBatch& batch : aligned) total_rows += batch.num_rows();
+    if (kind == internal::KeyKind::kString) {
+      string_keys.reserve(static_cast<size_t>(total_rows));
+    } else {
+      integer_keys.reserve(static_cast<size_t>(total_rows));
     }
-    for (int64_t row = 0; row < batch.num_rows(); ++row) {
-      std::optional<expr::Scalar> key = KeyOfRow(column, row, kind);
-      if (!key) {
-        return Status::InvalidArgument(fmt::format(
-            "Upsert: row {} of a batch has a null primary key '{}'", row, key_field.name()));
-      }
-      auto [it, inserted] = keys.insert(std::move(*key));
-      if (!inserted) {
+    for (const RecordBatch& batch : aligned) {
+      const Array column = batch.GetColumnByName(key_field.name());
+      if (!column.is_valid_handle()) {
         return Status::InvalidArgument(
-            fmt::format("Upsert: key {} appears more than once in the batches (column '{}')",
-                        it->ToString(), key_field.name()));
+            fmt::format("Upsert: a batch lacks the primary-key column '{}'", key_field.name()));
+      }
+      for (int64_t row = 0; row < batch.num_rows(); ++row) {
+        std::optional<expr::Scalar> key;
+        if (!column.IsNull(row)) {
+          if (kind == internal::KeyKind::kString) {
+            string_keys.push_back(column.StringValue(row));
+            continue;
+          }
+          key = KeyOfRow(column, row, kind);
+        }
+        if (!key) {
+          return Status::InvalidArgument(fmt::format(
+              "Upsert: row {} of a batch has a null primary key '{}'", row, key_field.name()));
+        }
+        integer_keys.push_back(key->int64_value());
       }
     }
-  }
-  for (const expr::Scalar& key : options.delete_keys) {
-    std::optional<expr::Scalar> normalized = internal::NormalizeKey(key, kind);
-    if (!normalized) {
-      return Status::InvalidArgument(
-          fmt::format("Upsert: delete key {} is not a value of primary-key column '{}' ({})",
-                      key.ToString(), key_field.name(), key_field.type()->ToString()));
+    std::optional<expr::Scalar> repeated;
+    std::sort(string_keys.begin(), string_keys.end());
+    if (auto it = std::adjacent_find(string_keys.begin(), string_keys.end());
+        it != string_keys.end()) {
+      repeated = expr::Scalar::String(std::string(*it));
     }
-    keys.insert(std::move(*normalized));
+    std::sort(integer_keys.begin(), integer_keys.end());
+    if (auto it = std::adjacent_find(integer_keys.begin(), integer_keys.end());
+        it != integer_keys.end()) {
+      repeated = expr::Scalar::Int64(*it);
+    }
+    if (repeated) {
+      return Status::InvalidArgument(
+          fmt::format("Upsert: key {} appears more than once in the batches (column '{}')",
+                      repeated->ToString(), key_field.name()));
+    }
+    key_list.reserve(string_keys.size() + integer_keys.size() + options.delete_keys.size());
+    for (std::string_view key : string_keys)
+      key_list.push_back(expr::Scalar::String(std::string(key)));
+    for (int64_t key : integer_keys) key_list.push_back(expr::Scalar::Int64(key));
   }
-  if (total_rows == 0 && keys.empty() && options.metadata_updates.empty()) return result;
-  const std::vector<expr::Scalar> key_list(keys.begin(), keys.end());
+  if (!options.delete_keys.empty()) {
+    const auto batch_keys_end = static_cast<std::ptrdiff_t>(key_list.size());
+    for (const expr::Scalar& key : options.delete_keys) {
+      std::optional<expr::Scalar> normalized = internal::NormalizeKey(key, kind);
+      if (!normalized) {
+        return Status::InvalidArgument(
+            fmt::format("Upsert: delete key {} is not a value of primary-key column '{}' ({})",
+                        key.ToString(), key_field.name(), key_field.type()->ToString()));
+      }
+      key_list.push_back(std::move(*normalized));
+    }
+    // A delete key may repeat, or name a key the batches write.
+    std::sort(key_list.begin() + batch_keys_end, key_list.end(), KeyLess());
+    std::inplace_merge(key_list.begin(), key_list.begin() + batch_keys_end, key_list.end(),
+                       KeyLess());
+    key_list.erase(
+        std::unique(key_list.begin(), key_list.end(),
+                    [](const expr::Scalar& a, const expr::Scalar& b) { return !KeyLess()(a, b); }),
+        key_list.end());
+  }
+  if (total_rows == 0 && key_list.empty() && options.metadata_updates.empty()) return result;
 
   // --- Rows to delete as of the read version, then the new rows ------------------------
   std::map<uint32_t, internal::DeletionVector> read_deltas;
-  if (!key_list.empty()) {
+  if (!key_list.empty() && read->manifest.fragments_size() > 0) {
     internal::RowSelectionSpec spec;
     spec.keys = key_list;
     STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> addresses,

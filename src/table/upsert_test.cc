@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -20,6 +21,7 @@ namespace {
 using testing_util::Int64Column;
 using testing_util::KeyedRows;
 using testing_util::KeyedSchema;
+using testing_util::PrimaryKey;
 using testing_util::ReadAll;
 
 // Rows with the given ids, every name "<tag><id>" and score 1.
@@ -143,6 +145,46 @@ TEST_F(UpsertTest, DeleteKeysOnlyDeleteAndNoMatchCommitsNothing) {
   EXPECT_EQ(r.rows_deleted, 2);
   EXPECT_EQ(NameOf(*table, 5), "x5");
   EXPECT_EQ(NameOf(*table, 6), "");
+  ExpectVerifies(*table);
+}
+
+// String keys are sorted and checked as views into the batches, delete keys merged in.
+TEST_F(UpsertTest, StringKeysRepeatedRejectedDeleteKeysMergedIn) {
+  SchemaPtr s = schema({field("id", utf8(), false, PrimaryKey()), field("v", int64())});
+  auto rows = [&](const std::vector<std::string>& ids, int64_t v) {
+    BinaryBuilder id_builder(utf8());
+    Int64Builder values(int64());
+    for (const std::string& id : ids) {
+      EXPECT_TRUE(id_builder.Append(id).ok());
+      values.Append(v);
+    }
+    Result<RecordBatch> batch = RecordBatch::Make(s, static_cast<int64_t>(ids.size()),
+                                                  {*id_builder.Finish(), *values.Finish()});
+    EXPECT_TRUE(batch.ok()) << batch.status();
+    return *batch;
+  };
+  ASSERT_OK_AND_ASSIGN(auto table, Table::Create(store_, "t/", s));
+  ASSERT_OK(table->Append({rows({"a", "b", "c"}, 1)}).status());
+
+  // Repeated across batches, the second copy out of order.
+  Result<UpsertResult> r = table->Upsert({rows({"z", "key-7"}, 2), rows({"m", "key-7"}, 2)});
+  EXPECT_TRUE(r.status().IsInvalidArgument()) << r.status();
+  EXPECT_NE(r.status().message().find("key-7"), std::string::npos) << r.status();
+
+  // Delete keys that repeat and that name a written key.
+  UpsertOptions options;
+  options.delete_keys = {expr::Scalar::String("a"), expr::Scalar::String("d"),
+                         expr::Scalar::String("a")};
+  ASSERT_OK_AND_ASSIGN(UpsertResult done, table->Upsert({rows({"d", "b"}, 3)}, options));
+  EXPECT_EQ(done.rows_deleted, 2);  // a, and the old b
+  EXPECT_EQ(done.rows_appended, 2);
+  ASSERT_OK_AND_ASSIGN(RecordBatch all, ReadAll(*table, ScanOptions{}));
+  std::map<std::string, int64_t> live;
+  for (int64_t i = 0; i < all.num_rows(); ++i) {
+    const std::string id(all.GetColumnByName("id").StringValue(i));
+    EXPECT_TRUE(live.emplace(id, all.GetColumnByName("v").Value<int64_t>(i)).second) << id;
+  }
+  EXPECT_EQ(live, (std::map<std::string, int64_t>{{"b", 3}, {"c", 1}, {"d", 3}}));
   ExpectVerifies(*table);
 }
 
