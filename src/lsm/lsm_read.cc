@@ -409,9 +409,8 @@ Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink, 
   STRATA_ASSIGN_OR_RETURN(ReadPlan plan, MakePlan(view, options.columns, options.filter));
   if (!options.limit) {
     // Every key of the newer sources is remembered: size the set once for their rows instead
-    // of rehashing it as it grows. Rows overcount keys that repeat across sources, so at most
-    // kMaxReserve keys (96 MiB of slots) are reserved; a larger set grows as it fills.
-    constexpr int64_t kMaxReserve = int64_t{1} << 21;
+    // of rehashing it as it grows (at most KeySet::kMaxReserve keys).
+    constexpr int64_t kMaxReserve = KeySet::kMaxReserve;
     int64_t rows = 0;
     auto add = [&](int64_t n) {
       rows = std::min(rows + std::clamp<int64_t>(n, 0, kMaxReserve), kMaxReserve);

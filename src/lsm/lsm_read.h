@@ -96,6 +96,10 @@ class KeyColumnView;
 // full, so different keys with equal hashes stay distinct. Not thread safe.
 class KeySet {
  public:
+  // The most keys a caller reserves room for from row counts, which overcount keys that
+  // repeat (96 MiB of slots); a larger set grows as it fills.
+  static constexpr int64_t kMaxReserve = int64_t{1} << 21;
+
   using HashFunction = uint64_t (*)(std::string_view key);
   // XxHash3_64 of the key.
   static uint64_t DefaultHash(std::string_view key);

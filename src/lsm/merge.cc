@@ -11,6 +11,7 @@
 #include "fmt/format.h"
 #include "lsm/key.h"
 #include "lsm/layout.h"
+#include "lsm/lsm_read.h"
 #include "strata/builder.h"
 
 namespace strata::lsm {
@@ -55,7 +56,15 @@ struct ReadGeneration {
 Status Deduplicate(const std::vector<ReadGeneration>& generations, const SchemaPtr& base_schema,
                    int base_key_column, PreparedMerge& out) {
   const std::string& key_name = base_schema->field(base_key_column)->name();
-  std::unordered_set<std::string> seen;
+  // Newest first, a row is kept when its key is new to `seen` (the batched hash set of
+  // scans: key bytes copied into shared blocks, no allocation per key).
+  internal::KeySet seen;
+  int64_t rows = 0;
+  for (const ReadGeneration& gen : generations) {
+    for (const RecordBatch& batch : gen.batches) rows += batch.num_rows();
+  }
+  seen.Reserve(static_cast<size_t>(std::min(rows, internal::KeySet::kMaxReserve)));
+  std::vector<uint8_t> added;
   std::vector<RecordBatch> newest_first;
   for (auto gen = generations.rbegin(); gen != generations.rend(); ++gen) {
     for (const RecordBatch& batch : gen->batches) {
@@ -73,10 +82,12 @@ Status Deduplicate(const std::vector<ReadGeneration>& generations, const SchemaP
         return Status::Corruption(fmt::format("generation {}: tombstone column has type {}",
                                               gen->number, tombstones.type()->ToString()));
       }
-      STRATA_ASSIGN_OR_RETURN(std::vector<std::string> encoded, EncodeKeys(keys, key_name));
+      STRATA_ASSIGN_OR_RETURN(internal::KeyColumnView key_view,
+                              internal::KeyColumnView::Make(keys, key_name));
+      seen.InsertAll(key_view, &added);
       std::vector<int64_t> keep;
       for (int64_t row = 0; row < batch.num_rows(); ++row) {
-        if (!seen.insert(std::move(encoded[row])).second) continue;  // a newer version won
+        if (!added[row]) continue;  // a newer version won
         if (tombstones.IsValid(row) && tombstones.BoolValue(row)) {
           STRATA_ASSIGN_OR_RETURN(expr::Scalar key, KeyScalar(keys, row));
           out.deleted_keys.push_back(std::move(key));
