@@ -62,14 +62,15 @@ struct WriteOptions {
   int alignment = 64;
   // Threads that compress body buffers, the caller's included (1 to 64). With more than one
   // (and compression on), WriteBatch encodes the batch and returns while helper threads
-  // compress it; its bytes reach the output stream during a later WriteBatch (at most this
-  // many batches are in flight) or Close(), and a compression failure is returned by that
-  // call. The bytes written are the same as with one thread.
+  // compress it; its bytes reach the output stream during a later WriteBatch (see
+  // max_pending_batches) or Close(), and a compression failure is returned by that call.
+  // The bytes written are the same as with one thread.
   int compression_threads = 1;
-  // With helper threads: how many batches may wait for compression before WriteBatch helps
-  // compress the oldest one itself (0 = compression_threads, 1 to 64). A deeper queue keeps
-  // the helpers busy while the caller prepares the next batches (a merge does much else
-  // between them), at the cost of holding that many encoded batches in memory.
+  // With helper threads: when a WriteBatch leaves this many batches queued, it compresses
+  // (helping the helpers) and writes the oldest before returning, so at most one fewer stay
+  // queued between calls (0 = compression_threads, 1 to 64). A deeper queue keeps the helpers
+  // busy while the caller prepares the next batches (a merge does much else between them),
+  // at the cost of holding that many encoded batches in memory.
   int max_pending_batches = 0;
 };
 

@@ -359,6 +359,20 @@ TEST_F(UpsertTest, RebasedUpsertDeletesRowsAnAppendCommittedMeanwhile) {
   EXPECT_EQ(NameOf(*c, 90), "x90");
 }
 
+// An upsert read at a version without fragments skips the row selection there, yet still
+// deletes what an append committed meanwhile.
+TEST_F(UpsertTest, RebasedUpsertFromAnEmptyVersionDeletesRowsAppendedMeanwhile) {
+  ASSERT_OK_AND_ASSIGN(auto a, Table::Create(store_, "t/", KeyedSchema()));
+  ASSERT_OK_AND_ASSIGN(auto b, Table::Open(store_, "t/"));
+  ASSERT_OK(a->Append({TaggedRows({3, 4}, "appended")}).status());
+  ASSERT_OK_AND_ASSIGN(UpsertResult r, b->Upsert({TaggedRows({3, 5}, "b")}));
+  EXPECT_EQ(r.rows_deleted, 1);
+  EXPECT_EQ(LiveIdsUnique(*b), (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_EQ(NameOf(*b, 3), "b3");
+  EXPECT_EQ(NameOf(*b, 4), "appended4");
+  ExpectVerifies(*b);
+}
+
 TEST_F(UpsertTest, RebasedUpsertMergesWithAConcurrentDelete) {
   ASSERT_OK_AND_ASSIGN(auto a, Table::Create(store_, "t/", KeyedSchema()));
   ASSERT_OK(a->Append({KeyedRows(0, 10)}).status());
