@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <set>
+#include <thread>
 
 #include "table/table_internal.h"
 
@@ -57,9 +59,17 @@ class FragmentSetWriterImpl final : public FragmentSetWriter {
         key_input_column_(key_input_column) {
     if (key_kind) keys_.emplace(*key_kind);
   }
+  // An abandoned writer waits for the fragment finishing in the background (its file stays
+  // unreferenced, as every finished fragment of an abandoned writer does).
+  ~FragmentSetWriterImpl() override {
+    if (finishing_) finishing_->thread.join();
+  }
+  FragmentSetWriterImpl(const FragmentSetWriterImpl&) = delete;
+  FragmentSetWriterImpl& operator=(const FragmentSetWriterImpl&) = delete;
 
   Status Write(const RecordBatch& batch) override {
     if (finished_) return Status::InvalidArgument("FragmentSetWriter: Write after Finish");
+    STRATA_RETURN_IF_ERROR(failed_);
     if (batch.num_columns() != file_schema_->num_fields()) {
       return Status::InvalidArgument(fmt::format("batch has {} columns; the writer expects {}",
                                                  batch.num_columns(), file_schema_->num_fields()));
@@ -102,14 +112,14 @@ class FragmentSetWriterImpl final : public FragmentSetWriter {
         average_row_bytes_ = std::max<int64_t>(1, (piece_bytes + chunk - 1) / chunk);
       }
       if (keys_) {
-        STRATA_RETURN_IF_ERROR(keys_->Add(static_cast<uint32_t>(written_.fragments.size()),
+        STRATA_RETURN_IF_ERROR(keys_->Add(static_cast<uint32_t>(fragments_cut_),
                                           static_cast<uint32_t>(in_fragment),
                                           piece.column(key_input_column_)));
       }
       position += chunk;
       fragment_rows_ += chunk;
       if (fragment_rows_ >= max_rows || current_->bytes_buffered() >= max_bytes) {
-        STRATA_RETURN_IF_ERROR(FinishFragment());
+        STRATA_RETURN_IF_ERROR(FinishFragment(/*in_background=*/true));
       }
     }
     return Status::OK();
@@ -118,7 +128,9 @@ class FragmentSetWriterImpl final : public FragmentSetWriter {
   Result<WrittenFragments> Finish() override {
     if (finished_) return Status::InvalidArgument("FragmentSetWriter: Finish called twice");
     finished_ = true;
-    STRATA_RETURN_IF_ERROR(FinishFragment());
+    STRATA_RETURN_IF_ERROR(failed_);
+    STRATA_RETURN_IF_ERROR(FinishFragment(/*in_background=*/false));
+    STRATA_RETURN_IF_ERROR(JoinFinishing());
     if (keys_ && written_.rows > 0) {
       std::vector<uint32_t> placeholders(written_.fragments.size(), 0);
       STRATA_ASSIGN_OR_RETURN(pb::KeySegment segment,
@@ -131,24 +143,63 @@ class FragmentSetWriterImpl final : public FragmentSetWriter {
   }
 
  private:
-  Status FinishFragment() {
+  // The file of a fragment cut in the middle of the rows, finished (its last batches
+  // compressed, its regions cut and checksummed, the object put) on a thread of its own while
+  // the next fragment's rows are encoded: the put and the checksums would otherwise leave
+  // the compression helper idle. At most one is in flight.
+  struct Finishing {
+    std::unique_ptr<DataFileWriter> writer;
+    int64_t rows = 0;
+    int64_t uncompressed_bytes = 0;
+    Result<pb::DataFile> file = Status::Internal("data file not finished");
+    std::thread thread;
+  };
+
+  Status FinishFragment(bool in_background) {
     if (!current_) return Status::OK();
-    std::unique_ptr<DataFileWriter> writer = std::move(current_);
+    auto finishing = std::make_unique<Finishing>();
+    finishing->writer = std::move(current_);
     // rows_written() counts only flushed batches; the writer's own count is exact.
-    const int64_t rows = fragment_rows_;
+    finishing->rows = fragment_rows_;
     fragment_rows_ = 0;
-    if (rows == 0) return Status::OK();
+    if (finishing->rows == 0) return Status::OK();
+    ++fragments_cut_;
     // Recorded so that compaction can tell a fragment cut at the byte limit from a small one.
-    const int64_t uncompressed_bytes = writer->bytes_buffered();
-    STRATA_ASSIGN_OR_RETURN(pb::DataFile file, writer->Finish());
-    file.set_uncompressed_bytes(uncompressed_bytes);
+    finishing->uncompressed_bytes = finishing->writer->bytes_buffered();
+    STRATA_RETURN_IF_ERROR(JoinFinishing());  // fragments are recorded in order
+    if (!in_background) {
+      finishing->file = finishing->writer->Finish();
+      return Record(*finishing);
+    }
+    Finishing* f = finishing.get();
+    finishing_ = std::move(finishing);
+    f->thread = std::thread([f] {
+      f->file = f->writer->Finish();
+      f->writer.reset();
+    });
+    return Status::OK();
+  }
+
+  // Waits for the fragment finishing in the background, if any, and records it.
+  Status JoinFinishing() {
+    if (!finishing_) return Status::OK();
+    finishing_->thread.join();
+    std::unique_ptr<Finishing> finishing = std::move(finishing_);
+    Status recorded = Record(*finishing);
+    if (!recorded.ok()) failed_ = recorded;
+    return recorded;
+  }
+
+  Status Record(Finishing& finishing) {
+    STRATA_ASSIGN_OR_RETURN(pb::DataFile file, std::move(finishing.file));
+    file.set_uncompressed_bytes(finishing.uncompressed_bytes);
     pb::Fragment fragment;
     fragment.set_id(0);
-    fragment.set_physical_rows(rows);
+    fragment.set_physical_rows(finishing.rows);
     written_.bytes_written += file.size();
     *fragment.add_files() = std::move(file);
     written_.fragments.push_back(std::move(fragment));
-    written_.rows += rows;
+    written_.rows += finishing.rows;
     return Status::OK();
   }
 
@@ -159,6 +210,9 @@ class FragmentSetWriterImpl final : public FragmentSetWriter {
   std::optional<KeySegmentBuilder> keys_;
   std::unique_ptr<DataFileWriter> current_;
   int64_t fragment_rows_ = 0;  // rows given to current_
+  int64_t fragments_cut_ = 0;  // fragments with rows handed to FinishFragment; current_ is next
+  std::unique_ptr<Finishing> finishing_;
+  Status failed_;  // a fragment that failed to finish fails every later call
   int64_t average_row_bytes_ = 0;
   WrittenFragments written_;
   bool finished_ = false;

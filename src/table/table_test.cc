@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "support/forwarding_object_store.h"
 #include "support/temp_dir.h"
 #include "table/table_test_util.h"
 
@@ -215,6 +218,58 @@ TEST_F(TableTest, AppendCutsFragmentsByRowsAndBatchesByRows) {
   ASSERT_OK_AND_ASSIGN(r, table->Append({KeyedRows(35, 3)}));
   ASSERT_OK_AND_ASSIGN(all, ReadAll(*table, {.with_row_address = true}));
   EXPECT_EQ(testing_util::UInt64Column(all, kRowAddressColumn).back(), MakeRowAddress(4, 2));
+}
+
+// Fragments cut in the middle of the rows are finished (put) on a thread of their own while
+// the next one is written: every key still finds its row, and a put that fails fails the
+// append, which then commits nothing.
+TEST_F(TableTest, FragmentsFinishedInTheBackgroundAreIndexedInOrderAndFailTheAppend) {
+  TableOptions options;
+  options.max_rows_per_fragment = 16;
+  options.max_rows_per_batch = 4;
+  ASSERT_OK_AND_ASSIGN(auto table, Table::Create(store_, "t/", KeyedSchema(), options));
+  ASSERT_OK_AND_ASSIGN(AppendResult r, table->Append({KeyedRows(0, 100)}));
+  EXPECT_EQ(r.fragments, 7);
+  std::vector<expr::Scalar> keys;
+  for (int64_t id = 99; id >= 0; id -= 3) keys.push_back(expr::Scalar::Int64(id));
+  ASSERT_OK_AND_ASSIGN(RecordBatch found, table->LookupKeys(keys, {"id"}, true));
+  std::vector<int64_t> want;
+  for (const expr::Scalar& key : keys) want.push_back(key.int64_value());
+  std::vector<int64_t> got = Int64Column(found, "id");
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+  std::vector<uint64_t> addresses = testing_util::UInt64Column(found, kRowAddressColumn);
+  std::vector<int64_t> ids = Int64Column(found, "id");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(addresses[i], MakeRowAddress(static_cast<uint32_t>(ids[i] / 16),
+                                           static_cast<uint32_t>(ids[i] % 16)))
+        << ids[i];
+  }
+
+  // The third data file's put fails while the fourth fragment is being written.
+  class FailingStore final : public strata::testing::ForwardingObjectStore {
+   public:
+    using ForwardingObjectStore::ForwardingObjectStore;
+    Status Put(std::string_view key, std::string_view data) override {
+      if (key.find("/data/") != std::string_view::npos && ++data_puts_ == 3) {
+        return Status::IOError("injected: disk full");
+      }
+      return ForwardingObjectStore::Put(key, data);
+    }
+
+   private:
+    std::atomic<int> data_puts_{0};
+  };
+  auto failing = std::make_shared<FailingStore>(store_);
+  ASSERT_OK_AND_ASSIGN(auto other, Table::Open(failing, "t/", options));
+  Result<AppendResult> failed = other->Append({KeyedRows(100, 100)});
+  ASSERT_TRUE(failed.status().IsIOError()) << failed.status();
+  EXPECT_NE(failed.status().message().find("disk full"), std::string::npos) << failed.status();
+  ASSERT_OK_AND_ASSIGN(uint64_t latest, table->LatestVersion());
+  EXPECT_EQ(latest, 2u);
+  ASSERT_OK_AND_ASSIGN(RecordBatch all, ReadAll(*table));
+  EXPECT_EQ(Int64Column(all, "id"), Range(0, 100));
 }
 
 TEST_F(TableTest, AppendCutsFragmentsByBytes) {
