@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <memory>
 #include <set>
 #include <thread>
@@ -152,6 +153,9 @@ class FragmentSetWriterImpl final : public FragmentSetWriter {
     int64_t rows = 0;
     int64_t uncompressed_bytes = 0;
     Result<pb::DataFile> file = Status::Internal("data file not finished");
+    // What Finish threw (std::bad_alloc for the file's buffer), rethrown to the writer's
+    // caller as it would have reached it inline, rather than terminating the process.
+    std::exception_ptr exception;
     std::thread thread;
   };
 
@@ -172,11 +176,17 @@ class FragmentSetWriterImpl final : public FragmentSetWriter {
       return Record(*finishing);
     }
     Finishing* f = finishing.get();
-    finishing_ = std::move(finishing);
+    // Started before finishing_ holds it: a thread that cannot be created throws here and
+    // leaves nothing to join.
     f->thread = std::thread([f] {
-      f->file = f->writer->Finish();
-      f->writer.reset();
+      try {
+        f->file = f->writer->Finish();
+        f->writer.reset();
+      } catch (...) {
+        f->exception = std::current_exception();
+      }
     });
+    finishing_ = std::move(finishing);
     return Status::OK();
   }
 
@@ -185,6 +195,10 @@ class FragmentSetWriterImpl final : public FragmentSetWriter {
     if (!finishing_) return Status::OK();
     finishing_->thread.join();
     std::unique_ptr<Finishing> finishing = std::move(finishing_);
+    if (finishing->exception) {
+      failed_ = Status::Internal("a data file failed to finish (exception)");
+      std::rethrow_exception(finishing->exception);
+    }
     Status recorded = Record(*finishing);
     if (!recorded.ok()) failed_ = recorded;
     return recorded;

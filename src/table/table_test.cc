@@ -247,29 +247,36 @@ TEST_F(TableTest, FragmentsFinishedInTheBackgroundAreIndexedInOrderAndFailTheApp
         << ids[i];
   }
 
-  // The third data file's put fails while the fourth fragment is being written.
+  // The n-th data file's put fails.
   class FailingStore final : public strata::testing::ForwardingObjectStore {
    public:
-    using ForwardingObjectStore::ForwardingObjectStore;
+    FailingStore(std::shared_ptr<ObjectStore> base, int fail_put)
+        : ForwardingObjectStore(std::move(base)), fail_put_(fail_put) {}
     Status Put(std::string_view key, std::string_view data) override {
-      if (key.find("/data/") != std::string_view::npos && ++data_puts_ == 3) {
+      if (key.find("/data/") != std::string_view::npos && ++data_puts_ == fail_put_) {
         return Status::IOError("injected: disk full");
       }
       return ForwardingObjectStore::Put(key, data);
     }
 
    private:
+    const int fail_put_;
     std::atomic<int> data_puts_{0};
   };
-  auto failing = std::make_shared<FailingStore>(store_);
-  ASSERT_OK_AND_ASSIGN(auto other, Table::Open(failing, "t/", options));
-  Result<AppendResult> failed = other->Append({KeyedRows(100, 100)});
-  ASSERT_TRUE(failed.status().IsIOError()) << failed.status();
-  EXPECT_NE(failed.status().message().find("disk full"), std::string::npos) << failed.status();
-  ASSERT_OK_AND_ASSIGN(uint64_t latest, table->LatestVersion());
-  EXPECT_EQ(latest, 2u);
-  ASSERT_OK_AND_ASSIGN(RecordBatch all, ReadAll(*table));
-  EXPECT_EQ(Int64Column(all, "id"), Range(0, 100));
+  // The third fails while the fourth fragment is written (the next cut reports it); with 96
+  // rows the sixth and last fragment is cut inside the Write, so only Finish can report it.
+  for (auto [rows, fail_put] : {std::pair{100, 3}, std::pair{96, 6}}) {
+    SCOPED_TRACE(::testing::Message() << rows << " rows, put " << fail_put << " fails");
+    auto failing = std::make_shared<FailingStore>(store_, fail_put);
+    ASSERT_OK_AND_ASSIGN(auto other, Table::Open(failing, "t/", options));
+    Result<AppendResult> failed = other->Append({KeyedRows(100, rows)});
+    ASSERT_TRUE(failed.status().IsIOError()) << failed.status();
+    EXPECT_NE(failed.status().message().find("disk full"), std::string::npos) << failed.status();
+    ASSERT_OK_AND_ASSIGN(uint64_t latest, table->LatestVersion());
+    EXPECT_EQ(latest, 2u);
+    ASSERT_OK_AND_ASSIGN(RecordBatch all, ReadAll(*table));
+    EXPECT_EQ(Int64Column(all, "id"), Range(0, 100));
+  }
 }
 
 TEST_F(TableTest, AppendCutsFragmentsByBytes) {
