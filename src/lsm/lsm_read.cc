@@ -410,10 +410,9 @@ Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink, 
   if (!options.limit) {
     // Every key of the newer sources is remembered: size the set once for their rows instead
     // of rehashing it as it grows (at most KeySet::kMaxReserve keys).
-    constexpr int64_t kMaxReserve = KeySet::kMaxReserve;
     int64_t rows = 0;
     auto add = [&](int64_t n) {
-      rows = std::min(rows + std::clamp<int64_t>(n, 0, kMaxReserve), kMaxReserve);
+      rows = std::min(rows + std::clamp<int64_t>(n, 0, KeySet::kMaxReserve), KeySet::kMaxReserve);
     };
     for (const auto& memtable : view.memtables) add(memtable ? memtable->rows() : 0);
     for (const auto& generation : view.generations)

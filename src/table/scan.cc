@@ -116,7 +116,7 @@ Result<std::unique_ptr<RowSelector>> RowSelector::Make(std::shared_ptr<TableCont
     if (keys) {
       s.key_mode_ = true;
       s.normalized_keys_.reserve(keys->size());
-      for (expr::Scalar& key : *keys) {
+      for (const expr::Scalar& key : *keys) {
         std::optional<expr::Scalar> normalized = NormalizeKey(key, kind);
         if (normalized) s.normalized_keys_.push_back(std::move(*normalized));
       }
