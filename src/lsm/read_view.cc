@@ -22,6 +22,16 @@ Result<std::optional<pb::ShardManifest>> LatestManifest(const std::shared_ptr<Ob
   return manifest.status();
 }
 
+// Whether `manifest` lists every generation numbered above `watermark` that its shard has
+// published (numbers are consecutive: 1 up to current_generation - 1), given that it lists
+// `above` of them. False when the numbers do not add up that way (a manifest that restarted
+// below the watermark, say): the caller then re-checks the base chain.
+bool CoversAboveWatermark(const pb::ShardManifest& manifest, uint64_t watermark, uint64_t above) {
+  const uint64_t current = manifest.current_generation();
+  if (current == 0 || current - 1 < watermark) return false;
+  return above == current - 1 - watermark;
+}
+
 }  // namespace
 
 void SortNewestFirst(std::vector<std::shared_ptr<Generation>>& generations) {
@@ -69,6 +79,7 @@ Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<ta
   if (memtables) out.view.memtables = memtables();
   STRATA_ASSIGN_OR_RETURN(std::vector<Uuid> shards, ListShards(*store_, prefix_));
   int64_t total = 0;
+  bool covers = true;
   std::vector<std::shared_ptr<Generation>> gens;
   for (const Uuid& shard : shards) {
     STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const pb::ShardManifest> manifest,
@@ -91,12 +102,15 @@ Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<ta
     }
     total += pending;
     const uint64_t watermark = WatermarkOf(out.watermarks, shard);
+    uint64_t above = 0;
     for (const pb::Generation& entry : manifest->generations()) {
       if (entry.generation() <= watermark) continue;
+      ++above;
       STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Generation> generation,
                               generations_->Get(shard, entry));
       gens.push_back(std::move(generation));
     }
+    covers = covers && CoversAboveWatermark(*manifest, watermark, above);
   }
   if (limits_.max > 0 && total > limits_.max) {
     if (limits_.reads_refused != nullptr) limits_.reads_refused->Increment();
@@ -107,6 +121,7 @@ Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<ta
   }
   SortNewestFirst(gens);
   out.view.generations = std::move(gens);
+  out.covers_pending = covers;
   return out;
 }
 
@@ -164,7 +179,7 @@ Result<std::shared_ptr<const pb::ShardManifest>> ReadViewSource::LatestShardMani
 }
 
 Result<bool> ReadViewSource::StillConsistent(const ReadView& view) const {
-  if (view.pinned) return true;
+  if (view.pinned || view.covers_pending) return true;
   // The common case, in two probes: nothing was committed since the view's version.
   STRATA_ASSIGN_OR_RETURN(bool unchanged, base_->IsLatestVersion(view.base_version));
   if (unchanged) return true;

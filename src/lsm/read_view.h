@@ -20,6 +20,13 @@
 // export, a full scan) finishes while merges keep committing, and a result from an
 // inconsistent view is never returned.
 //
+// A merge drains a generation from its shard's manifest only after committing a base version
+// whose watermarks cover it, and generation numbers are consecutive within a shard. So a view
+// whose manifests (read after its base version was pinned) still list every generation from
+// its watermark up to the shard's current one lost nothing to a merge: it is consistent
+// without the re-check of the base chain (ReadView::covers_pending). Only a view that raced a
+// drain pays for the re-check.
+//
 // Cost: a source keeps the newest base version and each shard's newest manifest it has read
 // (decoded, with the base's watermarks), and a view re-checks them (io::IsLatestVersion: the
 // next version is missing, the hint names none later, the cached one is still there) instead
@@ -75,6 +82,10 @@ struct ReadView {
   uint64_t base_version = 0;
   Watermarks watermarks;
   bool pinned = false;  // the caller's Checkout of a version: no generations, no memtables
+  // Every shard manifest the view read (after pinning its base version) still lists every
+  // generation above the view's watermarks: no merge drained one that the view's base
+  // version lacks, so the view holds every row and needs no re-check of the base chain.
+  bool covers_pending = false;
 };
 
 // Totals over every shard's latest manifest.
@@ -103,8 +114,9 @@ class ReadViewSource {
   Result<ReadView> Build(ReadScope scope, const std::shared_ptr<table::Table>& pinned,
                          const MemTableSource& memtables) const;
 
-  // True when no merge committed since `view`'s base version (compactions and other commits
-  // do not matter to a view).
+  // True when the view holds every row: its manifests cover every generation above its
+  // watermarks (ReadView::covers_pending), or no merge committed since its base version
+  // (compactions and other commits do not matter to a view).
   Result<bool> StillConsistent(const ReadView& view) const;
 
   // Builds views until one is consistent, then runs `read` on it; a read that fails with

@@ -16,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "lsm/layout.h"
 #include "store/store_test_util.h"
 #include "strata/builder.h"
 #include "support/forwarding_object_store.h"
@@ -717,6 +718,113 @@ TEST_F(StorageBaseTest, AReadOwnWritesReadDoesNotWaitForAWriterBeingOpened) {
   ASSERT_OK(base->Put({Items({{"b", "y", 2}})}));
   ASSERT_OK_AND_ASSIGN(int64_t after, base->Count());
   EXPECT_EQ(after, 2);  // its own unsealed row
+}
+
+// Runs the armed hook once, just before the next listing of the shard registry: a read view
+// lists it after pinning its base version and before reading the shard manifests. Counts the
+// requests for one key.
+class HookOnShardListing final : public strata::testing::ForwardingObjectStore {
+ public:
+  using ForwardingObjectStore::ForwardingObjectStore;
+  void Arm(std::function<void()> hook) { hook_ = std::move(hook); }
+  bool armed() const { return hook_ != nullptr; }
+  void Count(std::string key) {
+    counted_key_ = std::move(key);
+    counted_ = 0;
+  }
+  int counted() const { return counted_; }
+
+  Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
+    if (hook_ && prefix.ends_with(lsm::kShardRegistryDir)) std::exchange(hook_, nullptr)();
+    return ForwardingObjectStore::List(prefix);
+  }
+  Result<ObjectMeta> Head(std::string_view key) override {
+    if (key == counted_key_) ++counted_;
+    return ForwardingObjectStore::Head(key);
+  }
+  Result<Buffer> Get(std::string_view key) override {
+    if (key == counted_key_) ++counted_;
+    return ForwardingObjectStore::Get(key);
+  }
+  Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key) override {
+    return base_store()->CreateAppendable(key);
+  }
+
+ private:
+  std::function<void()> hook_;
+  std::string counted_key_;
+  int counted_ = 0;
+};
+
+TEST_F(StorageBaseTest, AReadWhoseGenerationsAreDrainedUnderItReadsEveryRowOnce) {
+  StorageBaseOptions options;
+  options.generation_delete_delay_seconds = 0;
+  ASSERT_OK_AND_ASSIGN(auto writer, OpenBase(options));
+  ASSERT_OK(writer->Put({Items({{"a", "x", 1}, {"b", "x", 2}})}));
+  ASSERT_OK(writer->Flush().status());
+  ASSERT_OK(writer->Put({Items({{"c", "x", 3}, {"a", "y", 4}})}));
+  ASSERT_OK(writer->Flush().status());
+
+  auto hooked = std::make_shared<HookOnShardListing>(store_);
+  StorageBaseOptions reader_options;
+  reader_options.schema = ItemSchema();
+  reader_options.key_column = "id";
+  reader_options.shard_id = "reader";
+  ASSERT_OK_AND_ASSIGN(auto reader, StorageBase::Open(hooked, prefix_, reader_options));
+  ASSERT_OK_AND_ASSIGN(int64_t count, reader->Count());
+  ASSERT_EQ(count, 3);
+
+  // The view pins the base version without the merged rows, then the merge commits and
+  // drains both generations before the view reads the shard manifest: the view lacks them
+  // and must be built again on the merged base version.
+  hooked->Arm([&] {
+    Result<MergeReport> merged = writer->Cleanup();
+    ASSERT_TRUE(merged.ok()) << merged.status();
+    EXPECT_EQ(merged->generations_reclaimed, 2);
+  });
+  ASSERT_OK_AND_ASSIGN(std::vector<RecordBatch> rows, reader->Scan({}));
+  ASSERT_FALSE(hooked->armed());
+  std::map<std::string, std::pair<std::string, int64_t>> expected = {
+      {"a", {"y", 4}}, {"b", {"x", 2}}, {"c", {"x", 3}}};
+  EXPECT_EQ(Rows(rows), expected);
+
+  // Again with a point read: new rows in one generation, merged and drained mid-read.
+  ASSERT_OK(writer->Put({Items({{"d", "x", 5}, {"b", "z", 6}})}));
+  ASSERT_OK(writer->Flush().status());
+  hooked->Arm([&] { ASSERT_OK(writer->Cleanup().status()); });
+  ASSERT_OK_AND_ASSIGN(RecordBatch got,
+                       reader->GetMany({expr::Scalar::String("d"), expr::Scalar::String("b"),
+                                        expr::Scalar::String("a")}));
+  ASSERT_FALSE(hooked->armed());
+  expected = {{"a", {"y", 4}}, {"b", {"z", 6}}, {"d", {"x", 5}}};
+  EXPECT_EQ(Rows({got}), expected);
+}
+
+TEST_F(StorageBaseTest, AReadOfAnUnchangedStoreProbesTheBaseChainOnce) {
+  ASSERT_OK_AND_ASSIGN(auto writer, OpenBase());
+  ASSERT_OK(writer->Put({Items({{"a", "x", 1}})}));
+  ASSERT_OK(writer->Cleanup().status());  // a base version with a watermark
+  ASSERT_OK(writer->Put({Items({{"b", "x", 2}})}));
+  ASSERT_OK(writer->Flush().status());  // and a pending generation above it
+
+  auto hooked = std::make_shared<HookOnShardListing>(store_);
+  StorageBaseOptions reader_options;
+  reader_options.schema = ItemSchema();
+  reader_options.key_column = "id";
+  reader_options.shard_id = "reader";
+  ASSERT_OK_AND_ASSIGN(auto reader, StorageBase::Open(hooked, prefix_, reader_options));
+  ASSERT_OK_AND_ASSIGN(RecordBatch got,
+                       reader->GetMany({expr::Scalar::String("a"), expr::Scalar::String("b")}));
+  ASSERT_EQ(got.num_rows(), 2);
+
+  // A view of a store nothing changed in asks whether the base version after its own exists
+  // once, building the view; the manifests it read list every pending generation, so it is
+  // not asked again to re-check the view.
+  // The base table's version key (docs/format/table.md).
+  hooked->Count(fmt::format("{}_versions/{:020}.manifest", prefix_, reader->version() + 1));
+  ASSERT_OK_AND_ASSIGN(got, reader->GetMany({expr::Scalar::String("b")}));
+  ASSERT_EQ(got.num_rows(), 1);
+  EXPECT_EQ(hooked->counted(), 1);
 }
 
 TEST_F(StorageBaseTest, MergeThatCommittedThenFailedItsDrainReportsTheCommittedVersion) {
