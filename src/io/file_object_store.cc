@@ -105,7 +105,14 @@ class FileObjectStore final : public ObjectStore {
   }
 
   Result<Buffer> Get(std::string_view key) override {
+    STRATA_RETURN_IF_ERROR(CheckKey(key));
     const std::string path = PathOf(key);
+    // One open that refuses links on the way (as StatObject), when the file system can.
+    if (one_lookup_.load(std::memory_order_relaxed)) {
+      Result<std::optional<Buffer>> read = fs_->ReadFileWithoutLinks(path, options_.mmap_threshold);
+      if (!read.ok()) return ReadError("get", key, read.status());
+      if (read->has_value()) return std::move(**read);
+    }
     Result<FileStatus> st = StatObject("get", key);
     if (!st.ok()) return st.status();
     if (st->is_directory) return NotFound(key);
@@ -236,11 +243,9 @@ class FileObjectStore final : public ObjectStore {
     // List the deepest directory that holds every match, then filter by the full prefix.
     size_t slash = prefix.rfind('/');
     std::string_view dir = slash == std::string_view::npos ? "" : prefix.substr(0, slash);
-    // A link on the way to `dir` lists as nothing, like a link below it (ListFiles).
-    Result<std::string> link = FirstLink(dir);
-    if (!link.ok()) return link.status().WithContext(fmt::format("list '{}'", prefix));
-    if (!link->empty()) return std::vector<ObjectMeta>{};
-    Result<std::vector<FileEntry>> entries = fs_->ListFiles(AbsoluteDir(dir));
+    // A link on the way to `dir` lists as nothing, like a link below it (ListFiles): in one
+    // lookup when the store can (as StatObject), else by a walk.
+    Result<std::vector<FileEntry>> entries = ListWithoutLinks(dir);
     if (!entries.ok()) {
       if (entries.status().IsNotFound()) return std::vector<ObjectMeta>{};
       return entries.status().WithContext(fmt::format("list '{}'", prefix));
@@ -319,6 +324,20 @@ class FileObjectStore final : public ObjectStore {
       if (st->is_symlink) return std::string(part);
     }
     return std::string();
+  }
+  // The files below the directory `relative` (ListFiles), none when it or a directory on the
+  // way to it is a symbolic link; NotFound when it is missing.
+  Result<std::vector<FileEntry>> ListWithoutLinks(std::string_view relative) const {
+    const bool fast = one_lookup_.load(std::memory_order_relaxed);
+    if (fast) {
+      STRATA_ASSIGN_OR_RETURN(std::optional<std::vector<FileEntry>> listed,
+                              fs_->ListFilesWithoutLinks(AbsoluteDir(relative)));
+      if (listed.has_value()) return std::move(*listed);
+    }
+    STRATA_ASSIGN_OR_RETURN(std::string link, FirstLink(relative));
+    if (!link.empty()) return std::vector<FileEntry>{};
+    if (fast) one_lookup_.store(false, std::memory_order_relaxed);
+    return fs_->ListFiles(AbsoluteDir(relative));
   }
   // Refuses a key whose path below the root passes through a symbolic link (in any
   // directory, and in the object itself when `whole_key`): strata never reads, writes or

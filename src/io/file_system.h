@@ -102,6 +102,17 @@ class FileSystem {
     (void)path;
     return std::optional<FileStatus>();
   }
+  // The whole file at `path`, opened in one lookup that refuses symbolic links in every
+  // component of it (as StatWithoutLinks) and read, or mapped when it is larger than
+  // `map_above` bytes (as MapFile). nullopt when that cannot be told this way, and the caller
+  // must walk the path with LinkStat. NotFound when a component is missing or `path` is a
+  // directory. The default always answers nullopt.
+  virtual Result<std::optional<Buffer>> ReadFileWithoutLinks(const std::string& path,
+                                                             int64_t map_above) {
+    (void)path;
+    (void)map_above;
+    return std::optional<Buffer>();
+  }
   // Size of a regular file.
   Result<int64_t> FileSize(const std::string& path);
   // True when something (file or directory) exists at `path`.
@@ -127,6 +138,14 @@ class FileSystem {
   // `dir` does not exist. Entries removed while listing are skipped. Symbolic links below
   // `dir` are neither listed nor followed (`dir` itself may be one).
   virtual Result<std::vector<FileEntry>> ListFiles(const std::string& dir) = 0;
+  // ListFiles of `dir` opened in one lookup that refuses symbolic links in every component of
+  // it (as StatWithoutLinks), or nullopt when that cannot be told this way and the caller
+  // must walk the path with LinkStat. The default always answers nullopt.
+  virtual Result<std::optional<std::vector<FileEntry>>> ListFilesWithoutLinks(
+      const std::string& dir) {
+    (void)dir;
+    return std::optional<std::vector<FileEntry>>();
+  }
 
   // Replaces the contents of the file at `path` with `data` (not atomically: create or
   // truncate, append, Sync when `sync`, close).

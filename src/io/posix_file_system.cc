@@ -11,8 +11,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "io/file_system.h"
 
@@ -95,6 +100,32 @@ Result<Buffer> PreadBuffer(int fd, const std::string& path, int64_t offset, int6
   }
   builder.Resize(done);
   return builder.Finish();
+}
+
+// Maps `size` bytes of the file open at `fd`; the Buffer's owner unmaps (the mapping outlives
+// the descriptor).
+Result<Buffer> MapBuffer(int fd, const std::string& path, int64_t size) {
+  if (size == 0) return Buffer::Copy("", 0);  // mmap rejects empty mappings
+  void* addr = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd, 0);
+  if (addr == MAP_FAILED) return ErrnoStatus("mmap", path, errno);
+  std::shared_ptr<const void> owner(
+      addr, [size](const void* p) { ::munmap(const_cast<void*>(p), static_cast<size_t>(size)); });
+  return Buffer(static_cast<const uint8_t*>(addr), size, std::move(owner));
+}
+
+// openat2(2) of `path` with `flags`, refusing symbolic links in every component: the
+// descriptor, NotFound/ErrnoStatus for a missing component, or -1 when the call cannot tell
+// (ELOOP for a link, ENOSYS, EPERM under seccomp, ...).
+Result<int> OpenWithoutLinks(const std::string& path, uint64_t flags) {
+  struct open_how how {};
+  how.flags = flags;
+  how.resolve = RESOLVE_NO_SYMLINKS;
+  const int fd = static_cast<int>(RetryOnEintr(
+      [&] { return ::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof(how)); }));
+  if (fd >= 0) return fd;
+  const int err = errno;
+  if (err == ENOENT || err == ENOTDIR) return ErrnoStatus("openat2", path, err);
+  return -1;
 }
 
 class PosixWritableFile final : public WritableFile {
@@ -206,13 +237,20 @@ class PosixFileSystemImpl final : public FileSystem {
     STRATA_ASSIGN_OR_RETURN(int raw_fd, OpenForRead(path));
     ScopedFd fd(raw_fd);
     STRATA_ASSIGN_OR_RETURN(int64_t size, RegularFileSize(fd.get(), path));
-    if (size == 0) return Buffer::Copy("", 0);  // mmap rejects empty mappings
-    void* addr = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd.get(), 0);
-    if (addr == MAP_FAILED) return ErrnoStatus("mmap", path, errno);
-    // The mapping outlives the descriptor; the Buffer's owner unmaps it.
-    std::shared_ptr<const void> owner(
-        addr, [size](const void* p) { ::munmap(const_cast<void*>(p), static_cast<size_t>(size)); });
-    return Buffer(static_cast<const uint8_t*>(addr), size, std::move(owner));
+    return MapBuffer(fd.get(), path, size);
+  }
+
+  Result<std::optional<Buffer>> ReadFileWithoutLinks(const std::string& path,
+                                                     int64_t map_above) override {
+    // O_NONBLOCK: a FIFO planted under the root must not hang the open.
+    STRATA_ASSIGN_OR_RETURN(int raw_fd, OpenWithoutLinks(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (raw_fd < 0) return std::optional<Buffer>();
+    ScopedFd fd(raw_fd);
+    STRATA_ASSIGN_OR_RETURN(int64_t size, RegularFileSize(fd.get(), path));
+    Result<Buffer> data =
+        size > map_above ? MapBuffer(fd.get(), path, size) : PreadBuffer(fd.get(), path, 0, size);
+    if (!data.ok()) return data.status();
+    return std::optional<Buffer>(std::move(*data));
   }
 
   Result<FileStatus> Stat(const std::string& path) override {
@@ -225,16 +263,8 @@ class PosixFileSystemImpl final : public FileSystem {
   }
 
   Result<std::optional<FileStatus>> StatWithoutLinks(const std::string& path) override {
-    struct open_how how {};
-    how.flags = O_PATH | O_CLOEXEC;
-    how.resolve = RESOLVE_NO_SYMLINKS;
-    const int fd = static_cast<int>(RetryOnEintr(
-        [&] { return ::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof(how)); }));
-    if (fd < 0) {
-      const int err = errno;
-      if (err == ENOENT || err == ENOTDIR) return ErrnoStatus("openat2", path, err);
-      return std::optional<FileStatus>();  // ELOOP (a link), ENOSYS, EPERM (seccomp), ...
-    }
+    STRATA_ASSIGN_OR_RETURN(const int fd, OpenWithoutLinks(path, O_PATH | O_CLOEXEC));
+    if (fd < 0) return std::optional<FileStatus>();
     struct stat st;
     const int rc = ::fstat(fd, &st);
     const int err = errno;
@@ -340,17 +370,32 @@ class PosixFileSystemImpl final : public FileSystem {
   }
 
   Result<std::vector<FileEntry>> ListFiles(const std::string& dir) override {
-    STRATA_ASSIGN_OR_RETURN(FileStatus st, Stat(dir));
-    if (!st.is_directory) return Status::NotFound(fmt::format("'{}' is not a directory", dir));
+    // Follows a link at `dir` itself (open without O_NOFOLLOW), none below it.
+    const int fd =
+        RetryOnEintr([&] { return ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
+    if (fd < 0) return ErrnoStatus("open directory", dir, errno);
+    return ListOpenDirectory(fd, dir);
+  }
+
+  Result<std::optional<std::vector<FileEntry>>> ListFilesWithoutLinks(
+      const std::string& dir) override {
+    STRATA_ASSIGN_OR_RETURN(int fd, OpenWithoutLinks(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (fd < 0) return std::optional<std::vector<FileEntry>>();
+    STRATA_ASSIGN_OR_RETURN(std::vector<FileEntry> files, ListOpenDirectory(fd, dir));
+    return std::optional<std::vector<FileEntry>>(std::move(files));
+  }
+
+ private:
+  // ListFiles of the directory open at `fd` (owned).
+  static Result<std::vector<FileEntry>> ListOpenDirectory(int fd, const std::string& dir) {
     std::vector<FileEntry> out;
-    STRATA_RETURN_IF_ERROR(ListInto(dir, "", &out));
+    STRATA_RETURN_IF_ERROR(ListInto(fd, dir, "", &out));
     std::sort(out.begin(), out.end(), [](const FileEntry& a, const FileEntry& b) {
       return a.relative_path < b.relative_path;
     });
     return out;
   }
 
- private:
   // The names in `dir`, without "." and "..". A directory that vanished reads as empty.
   static Status ReadDirNames(const std::string& dir, std::vector<std::string>* names) {
     DIR* d = ::opendir(dir.c_str());  // glibc opens it O_CLOEXEC
@@ -371,25 +416,64 @@ class PosixFileSystemImpl final : public FileSystem {
     return Status::OK();
   }
 
-  static Status ListInto(const std::string& dir, const std::string& relative,
+  // Appends the regular files below the directory open at `fd` (which this call owns and
+  // closes; `path` names it in errors) to `out`, their paths prefixed by `relative`. Entries
+  // are read with getdents64 into a buffer on the stack (no DIR stream to allocate) and
+  // looked up relative to `fd` without following a link: a symbolic link is neither a
+  // directory to descend into nor a file to list, so nothing outside the listed directory is
+  // ever reached through one. Entries removed while listing are skipped.
+  static Status ListInto(int raw_fd, const std::string& path, const std::string& relative,
                          std::vector<FileEntry>* out) {
-    std::vector<std::string> names;
-    STRATA_RETURN_IF_ERROR(ReadDirNames(dir, &names));
-    for (const std::string& name : names) {
-      std::string path = JoinPath(dir, name);
-      std::string rel = relative.empty() ? name : JoinPath(relative, name);
-      // lstat: a symbolic link is neither a directory to descend into nor a file to list,
-      // so nothing outside `dir` is ever reached through one.
-      struct stat st;
-      if (::lstat(path.c_str(), &st) != 0) {
-        if (errno == ENOENT) continue;  // removed while listing
-        return ErrnoStatus("lstat", path, errno);
+    ScopedFd fd(raw_fd);
+    std::vector<std::string> subdirs;  // listed once this directory is read
+    alignas(8) char buffer[8192];
+    constexpr size_t kNameOffset = offsetof(struct dirent64, d_name);
+    for (;;) {
+      const ssize_t n = RetryOnEintr([&] { return ::getdents64(fd.get(), buffer, sizeof buffer); });
+      if (n < 0) return ErrnoStatus("getdents64", path, errno);
+      if (n == 0) break;
+      for (size_t pos = 0; pos < static_cast<size_t>(n);) {
+        const char* record = buffer + pos;
+        uint16_t length = 0;
+        unsigned char type = DT_UNKNOWN;
+        std::memcpy(&length, record + offsetof(struct dirent64, d_reclen), sizeof length);
+        std::memcpy(&type, record + offsetof(struct dirent64, d_type), sizeof type);
+        pos += length;
+        const char* name_z = record + kNameOffset;
+        const std::string_view name(name_z);
+        if (name == "." || name == ".." || type == DT_LNK) continue;
+        if (type == DT_DIR) {
+          subdirs.emplace_back(name);
+          continue;
+        }
+        // A regular file's size, or what an entry of unknown type is.
+        struct stat st;
+        if (::fstatat(fd.get(), name_z, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+          const int err = errno;
+          if (err == ENOENT) continue;
+          return ErrnoStatus("lstat", JoinPath(path, name), err);
+        }
+        if (S_ISDIR(st.st_mode)) {
+          subdirs.emplace_back(name);
+        } else if (S_ISREG(st.st_mode)) {
+          out->push_back({relative.empty() ? std::string(name) : JoinPath(relative, name),
+                          static_cast<int64_t>(st.st_size)});
+        }
       }
-      if (S_ISDIR(st.st_mode)) {
-        STRATA_RETURN_IF_ERROR(ListInto(path, rel, out));
-      } else if (S_ISREG(st.st_mode)) {
-        out->push_back({std::move(rel), static_cast<int64_t>(st.st_size)});
+    }
+    for (const std::string& name : subdirs) {
+      const std::string child = JoinPath(path, name);
+      const int child_fd = RetryOnEintr([&] {
+        return ::openat(fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      });
+      if (child_fd < 0) {
+        const int err = errno;
+        // Removed (or replaced by something else) since it was read: skipped.
+        if (err == ENOENT || err == ENOTDIR || err == ELOOP) continue;
+        return ErrnoStatus("open directory", child, err);
       }
+      STRATA_RETURN_IF_ERROR(
+          ListInto(child_fd, child, relative.empty() ? name : JoinPath(relative, name), out));
     }
     return Status::OK();
   }

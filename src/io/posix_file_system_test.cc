@@ -1,14 +1,18 @@
 // What only the real file system can show: ENOSPC, errno text, close-on-exec, mappings.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "io/file_system.h"
 #include "support/temp_dir.h"
@@ -89,6 +93,107 @@ TEST(PosixFileSystemTest, StatWithoutLinksAnswersOnlyForLinkFreePaths) {
     Result<std::optional<FileStatus>> st = posix->StatWithoutLinks((dir / through_link).string());
     ASSERT_TRUE(st.ok()) << through_link << ": " << st.status();
     EXPECT_FALSE(st->has_value()) << through_link;
+  }
+}
+
+TEST(PosixFileSystemTest, ReadFileWithoutLinksReadsOrMapsOnlyLinkFreeRegularFiles) {
+  namespace fs = std::filesystem;
+  strata::testing::TempDir dir("posix-nolinks-read");
+  const fs::path root = fs::canonical(dir.path());
+  fs::create_directories(root / "a" / "b");
+  std::ofstream(root / "a" / "b" / "file") << "12345";
+  std::ofstream(root / "a" / "b" / "empty");
+  fs::create_directory_symlink(root / "a", root / "a-link");
+  fs::create_symlink(root / "a" / "b" / "file", root / "a" / "file-link");
+  auto posix = PosixFileSystem();
+  const std::string file = (root / "a/b/file").string();
+  Result<std::optional<Buffer>> read = posix->ReadFileWithoutLinks(file, 1 << 20);
+  ASSERT_TRUE(read.ok()) << read.status();
+  if (!read->has_value()) GTEST_SKIP() << "openat2 is not available here";
+  EXPECT_EQ((*read)->view(), "12345");
+  EXPECT_FALSE(IsMapped(file));
+  {
+    // Above the threshold: mapped, for as long as the buffer lives.
+    Result<std::optional<Buffer>> mapped = posix->ReadFileWithoutLinks(file, 4);
+    ASSERT_TRUE(mapped.ok() && mapped->has_value()) << mapped.status();
+    EXPECT_EQ((*mapped)->view(), "12345");
+    EXPECT_TRUE(IsMapped(file));
+  }
+  EXPECT_FALSE(IsMapped(file));
+  for (int64_t threshold : {0, 1 << 20}) {
+    Result<std::optional<Buffer>> empty =
+        posix->ReadFileWithoutLinks((root / "a/b/empty").string(), threshold);
+    ASSERT_TRUE(empty.ok() && empty->has_value()) << empty.status();
+    EXPECT_EQ((*empty)->size(), 0);
+  }
+  for (const char* missing : {"a/none", "none/file", "a/b/file/under-a-file", "a/b"}) {
+    Status s = posix->ReadFileWithoutLinks((root / missing).string(), 1 << 20).status();
+    EXPECT_TRUE(s.IsNotFound()) << missing << ": " << s;
+  }
+  for (const char* through_link : {"a-link/b/file", "a/file-link"}) {
+    Result<std::optional<Buffer>> through =
+        posix->ReadFileWithoutLinks((root / through_link).string(), 1 << 20);
+    ASSERT_TRUE(through.ok()) << through_link << ": " << through.status();
+    EXPECT_FALSE(through->has_value()) << through_link;
+  }
+  // A FIFO is opened without blocking (and reads as empty).
+  const std::string fifo = (root / "a/fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Result<std::optional<Buffer>> from_fifo = posix->ReadFileWithoutLinks(fifo, 1 << 20);
+  ASSERT_TRUE(from_fifo.ok() && from_fifo->has_value()) << from_fifo.status();
+  EXPECT_EQ((*from_fifo)->size(), 0);
+}
+
+TEST(PosixFileSystemTest, ListFilesWithoutLinksListsOnlyThroughLinkFreePaths) {
+  namespace fs = std::filesystem;
+  strata::testing::TempDir dir("posix-nolinks-list");
+  const fs::path root = fs::canonical(dir.path());
+  fs::create_directories(root / "a" / "b" / "c");
+  fs::create_directories(root / "elsewhere");
+  std::ofstream(root / "elsewhere" / "secret") << "s";
+  // More entries than one getdents64 buffer (8 KiB) holds.
+  std::vector<std::string> expected;
+  for (int i = 0; i < 300; ++i) {
+    std::string name = fmt::format("file-with-a-rather-long-name-to-fill-the-buffer-{:04}", i);
+    std::ofstream(root / "a" / "b" / name) << std::string(static_cast<size_t>(i % 7), 'x');
+    expected.push_back("b/" + name);
+  }
+  std::ofstream(root / "a" / "b" / "c" / "deep") << "d";
+  expected.push_back("b/c/deep");
+  std::sort(expected.begin(), expected.end());
+  fs::create_directory_symlink(root / "elsewhere", root / "a" / "b" / "dir-link");
+  fs::create_symlink(root / "elsewhere" / "secret", root / "a" / "file-link");
+  fs::create_directory_symlink(root / "a", root / "a-link");
+  auto posix = PosixFileSystem();
+
+  Result<std::optional<std::vector<FileEntry>>> listed =
+      posix->ListFilesWithoutLinks((root / "a").string());
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  if (!listed->has_value()) GTEST_SKIP() << "openat2 is not available here";
+  std::vector<std::string> names;
+  for (const FileEntry& entry : **listed) {
+    names.push_back(entry.relative_path);
+    if (entry.relative_path.starts_with("b/file-")) {
+      EXPECT_EQ(entry.size,
+                std::stoi(entry.relative_path.substr(entry.relative_path.size() - 4)) % 7)
+          << entry.relative_path;
+    }
+  }
+  EXPECT_EQ(names, expected) << "links below are neither listed nor followed";
+  Result<std::vector<FileEntry>> plain = posix->ListFiles((root / "a").string());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->size(), expected.size());
+
+  // The directory itself, or one on the way to it, a link: not answered.
+  for (const char* through_link : {"a-link", "a-link/b", "a/b/dir-link"}) {
+    Result<std::optional<std::vector<FileEntry>>> through =
+        posix->ListFilesWithoutLinks((root / through_link).string());
+    ASSERT_TRUE(through.ok()) << through_link << ": " << through.status();
+    EXPECT_FALSE(through->has_value()) << through_link;
+  }
+  for (const char* missing : {"none", "a/none/b", "elsewhere/secret"}) {
+    Status s = posix->ListFilesWithoutLinks((root / missing).string()).status();
+    EXPECT_TRUE(s.IsNotFound()) << missing << ": " << s;
   }
 }
 
