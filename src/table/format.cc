@@ -307,7 +307,102 @@ Result<SnapshotPtr> MakeSnapshot(pb::Manifest manifest) {
   if (!key.ok()) return Status::Corruption(fmt::format("{}: {}", what, key.status().message()));
   snapshot->key_column = *key;
   snapshot->manifest = std::move(manifest);
+  snapshot->layouts = std::vector<std::atomic<std::shared_ptr<const FragmentLayout>>>(
+      static_cast<size_t>(snapshot->manifest.fragments_size()));
   return SnapshotPtr(std::move(snapshot));
+}
+
+std::shared_ptr<const FragmentLayout> Snapshot::LayoutOf(const pb::Fragment& fragment) const {
+  auto it = fragment_index.find(fragment.id());
+  if (it == fragment_index.end() || static_cast<size_t>(it->second) >= layouts.size() ||
+      &manifest.fragments(it->second) != &fragment) {
+    return nullptr;
+  }
+  std::atomic<std::shared_ptr<const FragmentLayout>>& slot =
+      layouts[static_cast<size_t>(it->second)];
+  std::shared_ptr<const FragmentLayout> layout = slot.load(std::memory_order_acquire);
+  if (layout == nullptr) {
+    layout = std::make_shared<const FragmentLayout>(MakeFragmentLayout(*this, fragment));
+    slot.store(layout, std::memory_order_release);
+  }
+  return layout;
+}
+
+FragmentLayout MakeFragmentLayout(const Snapshot& snapshot, const pb::Fragment& fragment) {
+  FragmentLayout layout;
+  auto fail = [&](std::string message) {
+    layout = FragmentLayout();
+    layout.status = Status::Corruption(std::move(message));
+    return std::move(layout);
+  };
+  const int num_columns = snapshot.schema->num_fields();
+  layout.column_source.assign(static_cast<size_t>(num_columns), {-1, -1});
+  // Every file of a fragment must cut its rows into the same batches, so batch i of the
+  // fragment is batch i of each file.
+  const pb::DataFile* first = nullptr;
+  for (int f = 0; f < fragment.files_size(); ++f) {
+    const pb::DataFile& entry = fragment.files(f);
+    if (first == nullptr) {
+      first = &entry;
+    } else {
+      bool aligned = entry.batches_size() == first->batches_size();
+      for (int b = 0; aligned && b < entry.batches_size(); ++b) {
+        aligned = entry.batches(b).num_rows() == first->batches(b).num_rows();
+      }
+      if (!aligned) {
+        return fail(fmt::format("fragment {}: data files {} and {} have different batch row counts",
+                                fragment.id(), first->path(), entry.path()));
+      }
+    }
+    for (int c = 0; c < entry.field_ids_size(); ++c) {
+      auto it = snapshot.column_of_field.find(entry.field_ids(c));
+      if (it == snapshot.column_of_field.end()) continue;  // a column no longer in the schema
+      std::pair<int, int>& source = layout.column_source[static_cast<size_t>(it->second)];
+      if (source.first >= 0) {
+        return fail(fmt::format("fragment {}: field id {} is in more than one file", fragment.id(),
+                                entry.field_ids(c)));
+      }
+      source = {f, c};
+    }
+  }
+
+  // Per file, the highest file column a schema column comes from (-1: none): a batch's
+  // statistics entries suffice when they reach it.
+  std::vector<int> highest_column(static_cast<size_t>(fragment.files_size()), -1);
+  for (auto [f, c] : layout.column_source) {
+    if (f >= 0) highest_column[static_cast<size_t>(f)] = std::max(highest_column[f], c);
+  }
+  int64_t offset = 0;
+  if (first != nullptr) {
+    layout.batch_offsets.reserve(static_cast<size_t>(first->batches_size()));
+    for (int b = 0; b < first->batches_size(); ++b) {
+      const int64_t rows = first->batches(b).num_rows();
+      if (rows < 0)
+        return fail(fmt::format("fragment {}: batch {} has {} rows", fragment.id(), b, rows));
+      layout.batch_offsets.push_back(offset);
+      offset += rows;
+      // Statistics are decoded on first use (FragmentReader::Statistics), but a missing entry
+      // is found now.
+      bool complete = true;
+      for (size_t f = 0; f < highest_column.size() && complete; ++f) {
+        complete = highest_column[f] < fragment.files(static_cast<int>(f)).batches(b).stats_size();
+      }
+      if (complete) continue;
+      for (int column = 0; column < num_columns; ++column) {  // the first one missing
+        auto [f, c] = layout.column_source[static_cast<size_t>(column)];
+        if (f >= 0 && c >= fragment.files(f).batches(b).stats_size()) {
+          return fail(
+              fmt::format("fragment {}: data file {} batch {} lacks statistics for column {}",
+                          fragment.id(), fragment.files(f).path(), b, c));
+        }
+      }
+    }
+  }
+  if (offset != fragment.physical_rows()) {
+    return fail(fmt::format("fragment {}: data files hold {} rows; the manifest says {}",
+                            fragment.id(), offset, fragment.physical_rows()));
+  }
+  return layout;
 }
 
 }  // namespace strata::table::internal

@@ -4,12 +4,14 @@
 // docs/format/table.md §2 (keys), §3 (envelope), §4 (manifest).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "strata/expr.h"
@@ -80,6 +82,20 @@ pb::ColumnStats StatsToProto(const expr::ColumnStatistics& stats);
 expr::ColumnStatistics StatsFromProto(const pb::ColumnStats& stats, int64_t num_rows);
 
 // --- Snapshot --------------------------------------------------------------------------
+// What reading one fragment needs that depends on the manifest alone: where each schema
+// column comes from and where each batch starts, checked once per version and fragment (on
+// its first read: Snapshot::LayoutOf) instead of on every open of the fragment (a point
+// lookup opens one per read).
+struct FragmentLayout {
+  // Corruption when the manifest's entries for the fragment disagree (files cut into
+  // different batches, a column in two files, batch rows not adding up, statistics missing);
+  // the fields below are then empty. Reported when the fragment is read, not before.
+  Status status;
+  // Per schema column: (file index, column in file), or (-1, -1) when no file holds it.
+  std::vector<std::pair<int, int>> column_source;
+  std::vector<int64_t> batch_offsets;  // first row of each batch
+};
+
 // One version, decoded. Immutable once built; shared between readers.
 struct Snapshot {
   pb::Manifest manifest;
@@ -88,9 +104,15 @@ struct Snapshot {
   std::optional<int> key_column;
   std::unordered_map<uint32_t, int> fragment_index;  // fragment id -> position in manifest
   std::unordered_map<int32_t, int> column_of_field;  // field id -> schema column
+  // Per fragment in manifest order, made on first use (threads racing to make one may each
+  // make it; any of them is kept).
+  mutable std::vector<std::atomic<std::shared_ptr<const FragmentLayout>>> layouts;
 
   uint64_t version() const { return manifest.version(); }
   const pb::Fragment* FindFragment(uint32_t id) const;
+  // The layout of `fragment`, which must be one of this manifest's fragments; null otherwise.
+  // Thread safe.
+  std::shared_ptr<const FragmentLayout> LayoutOf(const pb::Fragment& fragment) const;
   // The key index, if the table has one.
   const pb::Index* key_index() const;
   int64_t live_rows() const;  // sum of physical_rows - num_deleted
@@ -98,5 +120,8 @@ struct Snapshot {
 using SnapshotPtr = std::shared_ptr<const Snapshot>;
 
 Result<SnapshotPtr> MakeSnapshot(pb::Manifest manifest);
+
+// The layout of `fragment` read through `snapshot`'s schema.
+FragmentLayout MakeFragmentLayout(const Snapshot& snapshot, const pb::Fragment& fragment);
 
 }  // namespace strata::table::internal

@@ -66,8 +66,8 @@ class FragmentReader {
   static Result<FragmentReader> Open(TableContext& context, const Snapshot& snapshot,
                                      const pb::Fragment& fragment);
   const pb::Fragment& fragment() const { return *fragment_; }
-  int num_batches() const { return static_cast<int>(batch_offsets_.size()); }
-  int64_t batch_offset(int i) const { return batch_offsets_[i]; }
+  int num_batches() const { return static_cast<int>(layout_->batch_offsets.size()); }
+  int64_t batch_offset(int i) const { return layout_->batch_offsets[static_cast<size_t>(i)]; }
   int64_t batch_rows(int i) const;
   // Statistics of schema column `column` in batch i, for pruning; a column no data file
   // holds is all null. Decoded from the manifest on first use and kept for the reader's
@@ -82,10 +82,8 @@ class FragmentReader {
  private:
   const Snapshot* snapshot_ = nullptr;
   const pb::Fragment* fragment_ = nullptr;
+  std::shared_ptr<const FragmentLayout> layout_;  // the snapshot's (or the reader's own)
   std::vector<std::shared_ptr<DataFileReader>> files_;
-  // Per schema column: (file index, column in file), or (-1, -1) when no file holds it.
-  std::vector<std::pair<int, int>> column_source_;
-  std::vector<int64_t> batch_offsets_;
   // Decoded statistics by batch * num_columns + schema column. Decoding every batch's
   // statistics of every column on Open cost more than most reads (a point lookup uses none),
   // so only those asked for are decoded. Nodes never move, so returned pointers stay valid.
