@@ -191,6 +191,16 @@ Result<std::optional<FileStatus>> FaultInjectionFileSystem::StatWithoutLinks(
   return base_->StatWithoutLinks(path);
 }
 
+Result<std::optional<Buffer>> FaultInjectionFileSystem::ReadFileWithoutLinks(
+    const std::string& path, int64_t map_above) {
+  return base_->ReadFileWithoutLinks(path, map_above);
+}
+
+Result<std::optional<std::vector<FileEntry>>> FaultInjectionFileSystem::ListFilesWithoutLinks(
+    const std::string& dir) {
+  return base_->ListFilesWithoutLinks(dir);
+}
+
 Result<std::vector<FileEntry>> FaultInjectionFileSystem::ListFiles(const std::string& dir) {
   return base_->ListFiles(dir);
 }

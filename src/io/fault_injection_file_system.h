@@ -67,6 +67,10 @@ class FaultInjectionFileSystem final : public FileSystem {
   Result<FileStatus> Stat(const std::string& path) override;
   Result<FileStatus> LinkStat(const std::string& path) override;
   Result<std::optional<FileStatus>> StatWithoutLinks(const std::string& path) override;
+  Result<std::optional<Buffer>> ReadFileWithoutLinks(const std::string& path,
+                                                     int64_t map_above) override;
+  Result<std::optional<std::vector<FileEntry>>> ListFilesWithoutLinks(
+      const std::string& dir) override;
   Status RenameFile(const std::string& from, const std::string& to) override;
   Status LinkFile(const std::string& from, const std::string& to) override;
   Status DeleteFile(const std::string& path) override;

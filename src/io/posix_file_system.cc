@@ -70,17 +70,22 @@ class ScopedFd {
   int fd_;
 };
 
+// O_NONBLOCK: a FIFO in the way must not hang the open (RegularFileSize then refuses it).
 Result<int> OpenForRead(const std::string& path) {
-  int fd = RetryOnEintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
+  int fd = RetryOnEintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); });
   if (fd < 0) return ErrnoStatus("open", path, errno);
   return fd;
 }
 
-// Size of the regular file open at `fd`; NotFound for a directory.
+// Size of the regular file open at `fd`; NotFound for a directory, a FIFO, a device or a
+// socket (none of them is a file to read).
 Result<int64_t> RegularFileSize(int fd, const std::string& path) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return ErrnoStatus("fstat", path, errno);
   if (S_ISDIR(st.st_mode)) return Status::NotFound(fmt::format("'{}' is a directory", path));
+  if (!S_ISREG(st.st_mode)) {
+    return Status::NotFound(fmt::format("'{}' is not a regular file", path));
+  }
   return static_cast<int64_t>(st.st_size);
 }
 
@@ -114,8 +119,9 @@ Result<Buffer> MapBuffer(int fd, const std::string& path, int64_t size) {
 }
 
 // openat2(2) of `path` with `flags`, refusing symbolic links in every component: the
-// descriptor, NotFound/ErrnoStatus for a missing component, or -1 when the call cannot tell
-// (ELOOP for a link, ENOSYS, EPERM under seccomp, ...).
+// descriptor, or -1 when the call cannot tell — ELOOP (a link on the way), or no usable
+// openat2 (ENOSYS; EPERM under seccomp; EINVAL or E2BIG from a kernel that does not know a
+// flag). Any other failure (a missing component, EACCES, EMFILE, ...) is the caller's error.
 Result<int> OpenWithoutLinks(const std::string& path, uint64_t flags) {
   struct open_how how {};
   how.flags = flags;
@@ -124,8 +130,8 @@ Result<int> OpenWithoutLinks(const std::string& path, uint64_t flags) {
       [&] { return ::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof(how)); }));
   if (fd >= 0) return fd;
   const int err = errno;
-  if (err == ENOENT || err == ENOTDIR) return ErrnoStatus("openat2", path, err);
-  return -1;
+  if (err == ELOOP || err == ENOSYS || err == EPERM || err == EINVAL || err == E2BIG) return -1;
+  return ErrnoStatus("openat2", path, err);
 }
 
 class PosixWritableFile final : public WritableFile {
@@ -242,7 +248,7 @@ class PosixFileSystemImpl final : public FileSystem {
 
   Result<std::optional<Buffer>> ReadFileWithoutLinks(const std::string& path,
                                                      int64_t map_above) override {
-    // O_NONBLOCK: a FIFO planted under the root must not hang the open.
+    // O_NONBLOCK: a FIFO in the way must not hang the open (RegularFileSize refuses it).
     STRATA_ASSIGN_OR_RETURN(int raw_fd, OpenWithoutLinks(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (raw_fd < 0) return std::optional<Buffer>();
     ScopedFd fd(raw_fd);
@@ -389,7 +395,9 @@ class PosixFileSystemImpl final : public FileSystem {
   // ListFiles of the directory open at `fd` (owned).
   static Result<std::vector<FileEntry>> ListOpenDirectory(int fd, const std::string& dir) {
     std::vector<FileEntry> out;
-    STRATA_RETURN_IF_ERROR(ListInto(fd, dir, "", &out));
+    // One getdents64 buffer for the whole walk: a frame per level holds only its directory.
+    std::vector<char> buffer(kDirentBufferBytes);
+    STRATA_RETURN_IF_ERROR(ListInto(fd, dir, "", 0, buffer, &out));
     std::sort(out.begin(), out.end(), [](const FileEntry& a, const FileEntry& b) {
       return a.relative_path < b.relative_path;
     });
@@ -416,24 +424,33 @@ class PosixFileSystemImpl final : public FileSystem {
     return Status::OK();
   }
 
+  static constexpr size_t kDirentBufferBytes = 8192;
+  // A listing holds a descriptor per level; no store nests anywhere near this deep.
+  static constexpr int kMaxListDepth = 64;
+
   // Appends the regular files below the directory open at `fd` (which this call owns and
-  // closes; `path` names it in errors) to `out`, their paths prefixed by `relative`. Entries
-  // are read with getdents64 into a buffer on the stack (no DIR stream to allocate) and
+  // closes; `path` names it in errors, `depth` counts levels below the listed directory) to
+  // `out`, their paths prefixed by `relative`. Entries are read with getdents64 into the
+  // caller's `buffer` (no DIR stream to allocate) and
   // looked up relative to `fd` without following a link: a symbolic link is neither a
   // directory to descend into nor a file to list, so nothing outside the listed directory is
   // ever reached through one. Entries removed while listing are skipped.
   static Status ListInto(int raw_fd, const std::string& path, const std::string& relative,
-                         std::vector<FileEntry>* out) {
+                         int depth, std::vector<char>& buffer, std::vector<FileEntry>* out) {
     ScopedFd fd(raw_fd);
+    if (depth > kMaxListDepth) {
+      return Status::IOError(
+          fmt::format("list '{}': directories nested more than {} deep", path, kMaxListDepth));
+    }
     std::vector<std::string> subdirs;  // listed once this directory is read
-    alignas(8) char buffer[8192];
     constexpr size_t kNameOffset = offsetof(struct dirent64, d_name);
     for (;;) {
-      const ssize_t n = RetryOnEintr([&] { return ::getdents64(fd.get(), buffer, sizeof buffer); });
+      const ssize_t n =
+          RetryOnEintr([&] { return ::getdents64(fd.get(), buffer.data(), buffer.size()); });
       if (n < 0) return ErrnoStatus("getdents64", path, errno);
       if (n == 0) break;
       for (size_t pos = 0; pos < static_cast<size_t>(n);) {
-        const char* record = buffer + pos;
+        const char* record = buffer.data() + pos;
         uint16_t length = 0;
         unsigned char type = DT_UNKNOWN;
         std::memcpy(&length, record + offsetof(struct dirent64, d_reclen), sizeof length);
@@ -472,8 +489,9 @@ class PosixFileSystemImpl final : public FileSystem {
         if (err == ENOENT || err == ENOTDIR || err == ELOOP) continue;
         return ErrnoStatus("open directory", child, err);
       }
-      STRATA_RETURN_IF_ERROR(
-          ListInto(child_fd, child, relative.empty() ? name : JoinPath(relative, name), out));
+      STRATA_RETURN_IF_ERROR(ListInto(child_fd, child,
+                                      relative.empty() ? name : JoinPath(relative, name), depth + 1,
+                                      buffer, out));
     }
     return Status::OK();
   }

@@ -136,12 +136,20 @@ TEST(PosixFileSystemTest, ReadFileWithoutLinksReadsOrMapsOnlyLinkFreeRegularFile
     ASSERT_TRUE(through.ok()) << through_link << ": " << through.status();
     EXPECT_FALSE(through->has_value()) << through_link;
   }
-  // A FIFO is opened without blocking (and reads as empty).
+  // A FIFO is opened without blocking and is not a file to read, here or through ReadFile.
   const std::string fifo = (root / "a/fifo").string();
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  Result<std::optional<Buffer>> from_fifo = posix->ReadFileWithoutLinks(fifo, 1 << 20);
-  ASSERT_TRUE(from_fifo.ok() && from_fifo->has_value()) << from_fifo.status();
-  EXPECT_EQ((*from_fifo)->size(), 0);
+  Status from_fifo = posix->ReadFileWithoutLinks(fifo, 1 << 20).status();
+  EXPECT_TRUE(from_fifo.IsNotFound()) << from_fifo;
+  EXPECT_TRUE(posix->ReadFile(fifo).status().IsNotFound());
+  // A directory that cannot be read is an error, not a reason to walk the path.
+  if (::geteuid() != 0) {
+    fs::create_directories(root / "locked");
+    fs::permissions(root / "locked", fs::perms::owner_exec);
+    Status locked = posix->ListFilesWithoutLinks((root / "locked").string()).status();
+    EXPECT_TRUE(locked.IsIOError()) << locked;
+    fs::permissions(root / "locked", fs::perms::owner_all);
+  }
 }
 
 TEST(PosixFileSystemTest, ListFilesWithoutLinksListsOnlyThroughLinkFreePaths) {
@@ -195,6 +203,13 @@ TEST(PosixFileSystemTest, ListFilesWithoutLinksListsOnlyThroughLinkFreePaths) {
     Status s = posix->ListFilesWithoutLinks((root / missing).string()).status();
     EXPECT_TRUE(s.IsNotFound()) << missing << ": " << s;
   }
+  // Nesting past the limit is an error rather than a descriptor per level without end.
+  fs::path deep = root / "deep";
+  for (int i = 0; i < 70; ++i) deep /= "d";
+  fs::create_directories(deep);
+  Status too_deep = posix->ListFiles((root / "deep").string()).status();
+  EXPECT_TRUE(too_deep.IsIOError()) << too_deep;
+  EXPECT_NE(too_deep.message().find("nested more than"), std::string::npos) << too_deep;
 }
 
 TEST(PosixFileSystemTest, WritableFilesAreOpenedCloseOnExec) {

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +52,20 @@ class KillFileSystem final : public io::FileSystem {
   }
   Result<Buffer> MapFile(const std::string& path) override { return base_->MapFile(path); }
   Result<io::FileStatus> Stat(const std::string& path) override { return base_->Stat(path); }
+  Result<io::FileStatus> LinkStat(const std::string& path) override {
+    return base_->LinkStat(path);
+  }
+  Result<std::optional<io::FileStatus>> StatWithoutLinks(const std::string& path) override {
+    return base_->StatWithoutLinks(path);
+  }
+  Result<std::optional<Buffer>> ReadFileWithoutLinks(const std::string& path,
+                                                     int64_t map_above) override {
+    return base_->ReadFileWithoutLinks(path, map_above);
+  }
+  Result<std::optional<std::vector<io::FileEntry>>> ListFilesWithoutLinks(
+      const std::string& dir) override {
+    return base_->ListFilesWithoutLinks(dir);
+  }
   Status RenameFile(const std::string& from, const std::string& to) override {
     if (Count()) Die();
     return base_->RenameFile(from, to);
