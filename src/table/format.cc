@@ -321,10 +321,10 @@ std::shared_ptr<const FragmentLayout> Snapshot::LayoutOf(const pb::Fragment& fra
   std::atomic<std::shared_ptr<const FragmentLayout>>& slot =
       layouts[static_cast<size_t>(it->second)];
   std::shared_ptr<const FragmentLayout> layout = slot.load(std::memory_order_acquire);
-  if (layout == nullptr) {
-    layout = std::make_shared<const FragmentLayout>(MakeFragmentLayout(*this, fragment));
-    slot.store(layout, std::memory_order_release);
-  }
+  if (layout != nullptr) return layout;
+  auto made = std::make_shared<const FragmentLayout>(MakeFragmentLayout(*this, fragment));
+  // A thread that made one first wins; `layout` then holds its layout.
+  if (slot.compare_exchange_strong(layout, made, std::memory_order_acq_rel)) return made;
   return layout;
 }
 
