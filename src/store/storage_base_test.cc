@@ -32,11 +32,14 @@ class StorageBaseTest : public testing::StoreFixture {
         field("id", utf8(), false), field("status", utf8(), true), field("n", int64(), true)});
   }
 
-  Result<std::unique_ptr<StorageBase>> OpenBase(StorageBaseOptions options = {}) {
+  // On `store` (the fixture's when null).
+  Result<std::unique_ptr<StorageBase>> OpenBase(StorageBaseOptions options = {},
+                                                std::shared_ptr<ObjectStore> store = nullptr) {
     options.schema = ItemSchema();
     options.key_column = "id";
     if (options.shard_id.empty()) options.shard_id = "items";
-    return StorageBase::Open(store_, prefix_, std::move(options));
+    return StorageBase::Open(store != nullptr ? std::move(store) : store_, prefix_,
+                             std::move(options));
   }
 
   static RecordBatch Items(const std::vector<std::tuple<std::string, std::string, int64_t>>& rows,
@@ -766,11 +769,7 @@ TEST_F(StorageBaseTest, AReadWhoseGenerationsAreDrainedUnderItReadsEveryRowOnce)
   ASSERT_OK(writer->Flush().status());
 
   auto hooked = std::make_shared<HookOnShardListing>(store_);
-  StorageBaseOptions reader_options;
-  reader_options.schema = ItemSchema();
-  reader_options.key_column = "id";
-  reader_options.shard_id = "reader";
-  ASSERT_OK_AND_ASSIGN(auto reader, StorageBase::Open(hooked, prefix_, reader_options));
+  ASSERT_OK_AND_ASSIGN(auto reader, OpenBase({.shard_id = "reader"}, hooked));
   ASSERT_OK_AND_ASSIGN(int64_t count, reader->Count());
   ASSERT_EQ(count, 3);
 
@@ -806,11 +805,7 @@ TEST_F(StorageBaseTest, AReadBesideAMergeThatCommittedButDidNotDrainReadsEveryRo
   // the older base version and reads both shards' generations, which its manifests still
   // list in full: no re-check is needed, and every row shows once.
   auto faulty = std::make_shared<FailDrainAfterBaseCommit>(store_, prefix_);
-  StorageBaseOptions options;
-  options.schema = ItemSchema();
-  options.key_column = "id";
-  options.shard_id = "items";
-  ASSERT_OK_AND_ASSIGN(auto items, StorageBase::Open(faulty, prefix_, options));
+  ASSERT_OK_AND_ASSIGN(auto items, OpenBase({}, faulty));
   ASSERT_OK_AND_ASSIGN(auto other, OpenBase({.shard_id = "other"}));
   // Keys do not repeat across the shards (docs/format/lsm.md §8.1: merges are per shard).
   ASSERT_OK(items->Put({Items({{"a", "x", 1}, {"b", "x", 2}})}));
@@ -821,11 +816,7 @@ TEST_F(StorageBaseTest, AReadBesideAMergeThatCommittedButDidNotDrainReadsEveryRo
   ASSERT_OK(items->Flush().status());
 
   auto hooked = std::make_shared<HookOnShardListing>(store_);
-  StorageBaseOptions reader_options;
-  reader_options.schema = ItemSchema();
-  reader_options.key_column = "id";
-  reader_options.shard_id = "reader";
-  ASSERT_OK_AND_ASSIGN(auto reader, StorageBase::Open(hooked, prefix_, reader_options));
+  ASSERT_OK_AND_ASSIGN(auto reader, OpenBase({.shard_id = "reader"}, hooked));
   ASSERT_OK_AND_ASSIGN(int64_t count, reader->Count());
   ASSERT_EQ(count, 4);
   const uint64_t before = reader->version();
@@ -858,11 +849,7 @@ TEST_F(StorageBaseTest, AReadOfAnUnchangedStoreProbesTheBaseChainOnce) {
   ASSERT_OK(writer->Flush().status());  // and a pending generation above it
 
   auto hooked = std::make_shared<HookOnShardListing>(store_);
-  StorageBaseOptions reader_options;
-  reader_options.schema = ItemSchema();
-  reader_options.key_column = "id";
-  reader_options.shard_id = "reader";
-  ASSERT_OK_AND_ASSIGN(auto reader, StorageBase::Open(hooked, prefix_, reader_options));
+  ASSERT_OK_AND_ASSIGN(auto reader, OpenBase({.shard_id = "reader"}, hooked));
   ASSERT_OK_AND_ASSIGN(RecordBatch got,
                        reader->GetMany({expr::Scalar::String("a"), expr::Scalar::String("b")}));
   ASSERT_EQ(got.num_rows(), 2);
