@@ -34,6 +34,8 @@ const char* WorkloadName(Workload w) {
       return "W6 overwrite";
     case Workload::kCompact:
       return "W7 compact";
+    case Workload::kScanMerged:
+      return "W3m scan after W7";
     case Workload::kVector:
       return "W8 vector";
     case Workload::kHybrid:
@@ -51,7 +53,7 @@ std::string Sha256Hex(const std::string& text) {
     return "sha256-failed";  // never equal to a real digest, so it shows as a mismatch
   }
   std::string hex;
-  hex.reserve(2 * length);
+  hex.reserve(size_t{2} * length);
   for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
   return hex;
 }
@@ -81,9 +83,16 @@ void AppendLookup(const RowIndex& index, const std::vector<BenchRow>& rows, cons
 
 }  // namespace
 
-Answer ExpectedScan(const Dataset& data) {
+Answer ExpectedScan(const Dataset& data, bool overwritten) {
+  // With W6's rows in place of the rows of their ids.
+  std::unordered_map<std::string_view, const BenchRow*> replaced;
+  if (overwritten) {
+    for (const BenchRow& r : data.overwrite_rows) replaced[r.id] = &r;
+  }
   std::vector<const BenchRow*> match;
-  for (const BenchRow& r : data.rows) {
+  for (const BenchRow& original : data.rows) {
+    auto it = replaced.find(original.id);
+    const BenchRow& r = it == replaced.end() ? original : *it->second;
     if (r.policy_version == data.scan.policy_version && r.reward > data.scan.reward_gt) {
       match.push_back(&r);
     }

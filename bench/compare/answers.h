@@ -8,7 +8,8 @@
 
 namespace strata::bench::compare {
 
-Answer ExpectedScan(const Dataset& data);       // W3
+// W3; W3m after W7 with `overwritten` when W6 ran before it (its rows replace their ids').
+Answer ExpectedScan(const Dataset& data, bool overwritten = false);
 Answer ExpectedLookup(const Dataset& data);     // W4
 Answer ExpectedGetMany(const Dataset& data);    // W5
 Answer ExpectedOverwrite(const Dataset& data);  // W6 (count; total_rows = sizes.rows)

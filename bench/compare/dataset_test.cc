@@ -110,6 +110,22 @@ TEST(CompareDatasetTest, ShapeIsAsDocumented) {
   EXPECT_EQ(d.vector_ids[7], "vec-0000007");
   EXPECT_EQ(d.scan.Predicate(), "policy_version = 'v3' AND reward > 0.5");
   EXPECT_GT(ExpectedScan(d).count, 0);
+  // After W6 the same rows match (it keeps the filtered columns) with their new
+  // sequence_order; a data set whose overwrites change the filtered columns matches others.
+  EXPECT_EQ(ExpectedScan(d, /*overwritten=*/true).count, ExpectedScan(d).count);
+  EXPECT_NE(ExpectedScan(d, /*overwritten=*/true).digest, ExpectedScan(d).digest);
+  Dataset changed = d;
+  for (BenchRow& r : changed.overwrite_rows) r.policy_version = "none";
+  const Answer fewer = ExpectedScan(changed, /*overwritten=*/true);
+  int64_t dropped = 0;
+  std::set<std::string> overwritten_ids;
+  for (const BenchRow& r : d.overwrite_rows) overwritten_ids.insert(r.id);
+  for (const BenchRow& r : d.rows) {
+    dropped += overwritten_ids.count(r.id) != 0 && r.policy_version == d.scan.policy_version &&
+               r.reward > d.scan.reward_gt;
+  }
+  EXPECT_GT(dropped, 0);
+  EXPECT_EQ(fewer.count, ExpectedScan(d).count - dropped);
   EXPECT_EQ(ExpectedLookup(d).count, s.lookups - s.lookups / 10);
   EXPECT_EQ(ExpectedVector(d).count, s.vector_queries);
 }

@@ -50,6 +50,7 @@ enum class Workload {
   kGetMany,
   kOverwrite,
   kCompact,
+  kScanMerged,  // W3's scan again, after W7 (and W6 when it ran)
   kVector,
   kHybrid,
   kSql

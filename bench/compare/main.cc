@@ -154,6 +154,7 @@ Result<std::set<Workload>> ParseWorkloads(const std::string& text) {
       {Workload::kGetMany, {"w5", "get_many", "getmany"}},
       {Workload::kOverwrite, {"w6", "overwrite"}},
       {Workload::kCompact, {"w7", "compact"}},
+      {Workload::kScanMerged, {"w3m", "scan_merged"}},
       {Workload::kVector, {"w8", "vector"}},
       {Workload::kHybrid, {"w9", "retrieve", "hybrid"}},
       {Workload::kSql, {"w10", "sql"}}};
@@ -301,6 +302,7 @@ Result<StepResult> RunStep(Engine& engine, const Step& step, const Dataset& data
       return r;
     }
     case Workload::kScan:
+    case Workload::kScanMerged:
       return engine.Scan(data);
     case Workload::kLookup:
       return engine.Lookup(data);
@@ -349,7 +351,8 @@ std::string Brief(const Step& step, const StepResult& r, const Dataset& data) {
 
 bool NeedsIngest(Workload w) {
   return w == Workload::kScan || w == Workload::kLookup || w == Workload::kGetMany ||
-         w == Workload::kOverwrite || w == Workload::kCompact || w == Workload::kSql;
+         w == Workload::kOverwrite || w == Workload::kCompact || w == Workload::kScanMerged ||
+         w == Workload::kSql;
 }
 
 int Run(const Options& o) {
@@ -377,8 +380,12 @@ int Run(const Options& o) {
   std::set<Workload> selected = *workloads;
   if (!selected.count(Workload::kIngest) &&
       std::any_of(selected.begin(), selected.end(), NeedsIngest)) {
-    fmt::print("note: W3-W7 and W10 read the rows W1 ingests: adding W1\n");
+    fmt::print("note: W3-W7, W3m and W10 read the rows W1 ingests: adding W1\n");
     selected.insert(Workload::kIngest);
+  }
+  if (selected.count(Workload::kScanMerged) && !selected.count(Workload::kCompact)) {
+    fmt::print("note: W3m scans what W7 merged and compacted: adding W7\n");
+    selected.insert(Workload::kCompact);
   }
   for (Workload w : selected) {
     if (w == Workload::kPuts) {
@@ -441,6 +448,10 @@ int Run(const Options& o) {
     switch (step.workload) {
       case Workload::kScan:
         report.expected[step.key()] = ExpectedScan(data);
+        break;
+      case Workload::kScanMerged:
+        report.expected[step.key()] =
+            ExpectedScan(data, /*overwritten=*/selected.count(Workload::kOverwrite) > 0);
         break;
       case Workload::kLookup:
         report.expected[step.key()] = ExpectedLookup(data);
