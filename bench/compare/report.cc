@@ -570,8 +570,7 @@ void PrintTables(const RunReport& report) {
 void PrintSummary(const RunReport& report) {
   fmt::print(
       "\n== answers (W3-W6, W3m, W8, W10): every engine against the answer computed from the data "
-      "set; "
-      "W9: every engine answered every query, all ids within the query's filter\n");
+      "set; W9: every engine answered every query, all ids within the query's filter\n");
   if (report.checks.empty()) fmt::print("  (no workload with answers was run)\n");
   for (const AnswerCheck& c : report.checks) {
     const std::string expected = c.expected ? AnswerText(*c.expected) : "not computed";

@@ -105,8 +105,8 @@ class FileSystem {
   // The whole file at `path`, opened in one lookup that refuses symbolic links in every
   // component of it (as StatWithoutLinks) and read, or mapped when it is larger than
   // `map_above` bytes (as MapFile). nullopt when that cannot be told this way, and the caller
-  // must walk the path with LinkStat. NotFound when a component is missing or `path` is a
-  // directory. The default always answers nullopt.
+  // must walk the path with LinkStat. NotFound when a component is missing or `path` is not a
+  // regular file (a directory, a FIFO, a device). The default always answers nullopt.
   virtual Result<std::optional<Buffer>> ReadFileWithoutLinks(const std::string& path,
                                                              int64_t map_above) {
     (void)path;

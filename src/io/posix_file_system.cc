@@ -431,10 +431,10 @@ class PosixFileSystemImpl final : public FileSystem {
   // Appends the regular files below the directory open at `fd` (which this call owns and
   // closes; `path` names it in errors, `depth` counts levels below the listed directory) to
   // `out`, their paths prefixed by `relative`. Entries are read with getdents64 into the
-  // caller's `buffer` (no DIR stream to allocate) and
-  // looked up relative to `fd` without following a link: a symbolic link is neither a
-  // directory to descend into nor a file to list, so nothing outside the listed directory is
-  // ever reached through one. Entries removed while listing are skipped.
+  // caller's `buffer` (no DIR stream to allocate) and looked up relative to `fd` without
+  // following a link: a symbolic link is neither a directory to descend into nor a file to
+  // list, so nothing outside the listed directory is ever reached through one. Entries
+  // removed while listing are skipped.
   static Status ListInto(int raw_fd, const std::string& path, const std::string& relative,
                          int depth, std::vector<char>& buffer, std::vector<FileEntry>* out) {
     ScopedFd fd(raw_fd);

@@ -316,7 +316,8 @@ std::shared_ptr<const FragmentLayout> Snapshot::LayoutOf(const pb::Fragment& fra
   auto it = fragment_index.find(fragment.id());
   if (it == fragment_index.end() || static_cast<size_t>(it->second) >= layouts.size() ||
       &manifest.fragments(it->second) != &fragment) {
-    return nullptr;
+    // Not one of this manifest's fragments: made for the caller alone.
+    return std::make_shared<const FragmentLayout>(MakeFragmentLayout(*this, fragment));
   }
   std::atomic<std::shared_ptr<const FragmentLayout>>& slot =
       layouts[static_cast<size_t>(it->second)];
@@ -329,12 +330,12 @@ std::shared_ptr<const FragmentLayout> Snapshot::LayoutOf(const pb::Fragment& fra
 }
 
 FragmentLayout MakeFragmentLayout(const Snapshot& snapshot, const pb::Fragment& fragment) {
-  FragmentLayout layout;
-  auto fail = [&](std::string message) {
-    layout = FragmentLayout();
-    layout.status = Status::Corruption(std::move(message));
-    return std::move(layout);
+  auto fail = [](std::string message) {
+    FragmentLayout bad;
+    bad.status = Status::Corruption(std::move(message));
+    return bad;
   };
+  FragmentLayout layout;
   const int num_columns = snapshot.schema->num_fields();
   layout.column_source.assign(static_cast<size_t>(num_columns), {-1, -1});
   // Every file of a fragment must cut its rows into the same batches, so batch i of the
@@ -377,8 +378,9 @@ FragmentLayout MakeFragmentLayout(const Snapshot& snapshot, const pb::Fragment& 
     layout.batch_offsets.reserve(static_cast<size_t>(first->batches_size()));
     for (int b = 0; b < first->batches_size(); ++b) {
       const int64_t rows = first->batches(b).num_rows();
-      if (rows < 0)
+      if (rows < 0) {
         return fail(fmt::format("fragment {}: batch {} has {} rows", fragment.id(), b, rows));
+      }
       layout.batch_offsets.push_back(offset);
       offset += rows;
       // Statistics are decoded on first use (FragmentReader::Statistics), but a missing entry

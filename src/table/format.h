@@ -112,8 +112,8 @@ struct Snapshot {
 
   uint64_t version() const { return manifest.version(); }
   const pb::Fragment* FindFragment(uint32_t id) const;
-  // The layout of `fragment`, which must be one of this manifest's fragments; null otherwise.
-  // Thread safe.
+  // The layout of `fragment`: kept when it is one of this manifest's fragments, made for the
+  // caller otherwise. Thread safe.
   std::shared_ptr<const FragmentLayout> LayoutOf(const pb::Fragment& fragment) const;
   // The key index, if the table has one.
   const pb::Index* key_index() const;

@@ -2,7 +2,6 @@
 // from schema columns to file columns, per-batch statistics for pruning, and its deletions.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <vector>
 
 #include "table/table_internal.h"
@@ -15,9 +14,6 @@ Result<FragmentReader> FragmentReader::Open(TableContext& context, const Snapsho
   reader.snapshot_ = &snapshot;
   reader.fragment_ = &fragment;
   reader.layout_ = snapshot.LayoutOf(fragment);
-  if (reader.layout_ == nullptr) {  // not one of the snapshot's own fragments
-    reader.layout_ = std::make_shared<const FragmentLayout>(MakeFragmentLayout(snapshot, fragment));
-  }
   STRATA_RETURN_IF_ERROR(reader.layout_->status);
 
   reader.files_.reserve(static_cast<size_t>(fragment.files_size()));
