@@ -404,6 +404,14 @@ class Table {
   // TableOptions::max_rows_per_fragment / max_bytes_per_fragment.
   Result<AppendResult> Append(const std::vector<RecordBatch>& batches,
                               const ProgressCallback& progress = {});
+  // Append for more rows than should be in memory at once: `next` is called until it
+  // yields nullopt, and each batch is written as it comes, all in one version. Every batch
+  // must have the columns of the first, in the same order (InvalidArgument otherwise). An
+  // error from `next` (a caller cancelling) stops the append: nothing is committed, and the
+  // data files already written stay behind as unreferenced files (CleanupOldVersions
+  // removes them).
+  Result<AppendResult> AppendStream(
+      const std::function<Result<std::optional<RecordBatch>>()>& next);
   // Deletes the live rows matching `filter` (required; "true" deletes everything).
   Result<DeleteResult> Delete(std::string_view filter);
   // Deletes the live rows whose primary key is one of `keys`.

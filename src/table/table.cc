@@ -210,20 +210,31 @@ Result<DeleteResult> DeleteAddresses(Table::Impl& impl, const SnapshotPtr& read,
   return result;
 }
 
+// Whether `a` and `b` name the same columns in the same order.
+bool SameColumnNames(const Schema& a, const Schema& b) {
+  if (a.num_fields() != b.num_fields()) return false;
+  for (int i = 0; i < a.num_fields(); ++i) {
+    if (a.field(i)->name() != b.field(i)->name()) return false;
+  }
+  return true;
+}
+
+std::string ColumnNames(const Schema& schema) {
+  std::string names;
+  for (int i = 0; i < schema.num_fields(); ++i) {
+    if (i > 0) names += ", ";
+    names += schema.field(i)->name();
+  }
+  return names;
+}
+
 // Batches whose column sets differ are padded with nulls to the union of their columns.
 Result<std::vector<RecordBatch>> AlignBatches(const internal::Snapshot& snapshot,
                                               const std::vector<RecordBatch>& batches) {
   bool same = true;
   for (const RecordBatch& batch : batches) {
     STRATA_RETURN_IF_ERROR(internal::CheckAppendSchema(snapshot, *batch.schema()));
-    const Schema& a = *batch.schema();
-    const Schema& b = *batches.front().schema();
-    if (a.num_fields() != b.num_fields()) {
-      same = false;
-      continue;
-    }
-    for (int i = 0; i < a.num_fields(); ++i)
-      same = same && a.field(i)->name() == b.field(i)->name();
+    same = same && SameColumnNames(*batch.schema(), *batches.front().schema());
   }
   if (same) return batches;
   const Schema& table = *snapshot.schema;
@@ -642,6 +653,37 @@ Result<AppendResult> Table::Append(const std::vector<RecordBatch>& batches,
     done += batch.num_rows();
     if (progress) progress(done, total);
   }
+  STRATA_ASSIGN_OR_RETURN(internal::WrittenFragments written, writer->Finish());
+  return internal::AppendWrittenFragments(*this, std::move(written));
+}
+
+Result<AppendResult> Table::AppendStream(
+    const std::function<Result<std::optional<RecordBatch>>()>& next) {
+  STRATA_RETURN_IF_ERROR(CheckWritable(*impl_));
+  SnapshotPtr read = impl_->current();
+  AppendResult result;
+  result.version = read->version();
+  std::unique_ptr<internal::FragmentSetWriter> writer;
+  SchemaPtr first;
+  for (;;) {
+    STRATA_ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, next());
+    if (!batch.has_value()) break;
+    STRATA_RETURN_IF_ERROR(internal::CheckAppendSchema(*read, *batch->schema()));
+    if (first == nullptr) {
+      first = batch->schema();
+    } else if (!SameColumnNames(*first, *batch->schema())) {
+      return Status::InvalidArgument(
+          fmt::format("AppendStream: a batch has the columns ({}) where the first had ({})",
+                      ColumnNames(*batch->schema()), ColumnNames(*first)));
+    }
+    if (batch->num_rows() == 0) continue;
+    if (writer == nullptr) {
+      STRATA_ASSIGN_OR_RETURN(writer,
+                              internal::FragmentSetWriter::Make(*impl_->context, *read, first));
+    }
+    STRATA_RETURN_IF_ERROR(writer->Write(*batch));
+  }
+  if (writer == nullptr) return result;
   STRATA_ASSIGN_OR_RETURN(internal::WrittenFragments written, writer->Finish());
   return internal::AppendWrittenFragments(*this, std::move(written));
 }

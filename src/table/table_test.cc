@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -218,6 +219,58 @@ TEST_F(TableTest, AppendCutsFragmentsByRowsAndBatchesByRows) {
   ASSERT_OK_AND_ASSIGN(r, table->Append({KeyedRows(35, 3)}));
   ASSERT_OK_AND_ASSIGN(all, ReadAll(*table, {.with_row_address = true}));
   EXPECT_EQ(testing_util::UInt64Column(all, kRowAddressColumn).back(), MakeRowAddress(4, 2));
+}
+
+// AppendStream: batches pulled one at a time, cut and indexed as Append cuts them, in one
+// version; an error from the source commits nothing.
+TEST_F(TableTest, AppendStreamWritesWhatItPullsInOneVersionAndStopsOnAnError) {
+  TableOptions options;
+  options.max_rows_per_fragment = 10;
+  options.max_rows_per_batch = 4;
+  ASSERT_OK_AND_ASSIGN(auto table, Table::Create(store_, "t/", KeyedSchema(), options));
+  int pulled = 0;
+  auto from = [&](std::vector<RecordBatch> batches) {
+    return [&pulled, batches = std::move(batches)]() -> Result<std::optional<RecordBatch>> {
+      if (pulled == static_cast<int>(batches.size())) return std::optional<RecordBatch>();
+      return std::optional<RecordBatch>(batches[static_cast<size_t>(pulled++)]);
+    };
+  };
+  ASSERT_OK_AND_ASSIGN(
+      AppendResult r,
+      table->AppendStream(
+          from({KeyedRows(0, 7), RecordBatch::MakeEmpty(KeyedSchema()), KeyedRows(7, 28)})));
+  EXPECT_EQ(pulled, 3);
+  EXPECT_EQ(r.version, 2u);
+  EXPECT_EQ(r.rows, 35);
+  EXPECT_EQ(r.fragments, 4);
+  ASSERT_OK_AND_ASSIGN(RecordBatch all, ReadAll(*table));
+  EXPECT_EQ(Int64Column(all, "id"), Range(0, 35));
+  ASSERT_OK_AND_ASSIGN(RecordBatch found, table->LookupKeys({expr::Scalar::Int64(33)}));
+  EXPECT_EQ(Int64Column(found, "id"), std::vector<int64_t>{33});
+
+  // Nothing to pull: no version.
+  pulled = 0;
+  ASSERT_OK_AND_ASSIGN(r, table->AppendStream(from({})));
+  EXPECT_EQ(r.version, 2u);
+  EXPECT_EQ(r.rows, 0);
+
+  // A failing source, and batches whose columns differ from the first's: nothing committed.
+  pulled = 0;
+  int calls = 0;
+  Result<AppendResult> failed = table->AppendStream([&]() -> Result<std::optional<RecordBatch>> {
+    if (calls++ < 2) return std::optional<RecordBatch>(KeyedRows(100 + calls * 10, 10));
+    return Status::Aborted("cancelled");
+  });
+  EXPECT_TRUE(failed.status().IsAborted()) << failed.status();
+  ASSERT_OK_AND_ASSIGN(RecordBatch ids_only, KeyedRows(200, 3).Project({0}));
+  pulled = 0;
+  Result<AppendResult> mixed = table->AppendStream(from({KeyedRows(300, 3), ids_only}));
+  EXPECT_TRUE(mixed.status().IsInvalidArgument()) << mixed.status();
+  EXPECT_NE(mixed.status().message().find("id, name, score"), std::string::npos) << mixed.status();
+  ASSERT_OK(table->Refresh());
+  EXPECT_EQ(table->version(), 2u);
+  ASSERT_OK_AND_ASSIGN(int64_t rows, table->CountRows());
+  EXPECT_EQ(rows, 35);
 }
 
 // Fragments cut in the middle of the rows are finished (put) on a thread of their own while
