@@ -163,6 +163,14 @@ struct StorageBaseOptions {
   // hold their rows into the generation instead of writing every row a second time
   // (docs/format/lsm.md §6.3); such generations are uncompressed. Off: every seal rewrites.
   bool link_wal_segments = true;
+  // Recode each linked generation in the background into table_options' compression and
+  // batch sizes (docs/format/lsm.md §6.4), on a thread in the idle scheduling class so that
+  // puts and reads never wait for it for CPU: pending generations then take about 45% of
+  // the disk (the linked WAL bytes are freed generation_delete_delay_seconds after each
+  // recode), but point reads of them decompress and the recode's writes share the disk with
+  // the WAL's (docs/benchmarks.md has the measured trade-off). Off (the default): linked
+  // generations keep the WAL's bytes until merged.
+  bool recode_linked_generations = false;
   // Metrics go here (null = DefaultMetrics()).
   MetricsRegistry* metrics = nullptr;
   // Time source of the writer (seal stamps, manifest times), merges, deletions and
@@ -418,6 +426,11 @@ class StorageBase {
   // Blocks until the files of generations this handle's merges drained are deleted (each
   // waits generation_delete_delay_seconds first). Merges already running are not waited for.
   void WaitForPendingDeletions() const;
+  // Blocks until this handle's writer has recoded every linked generation it published so
+  // far (recode_linked_generations), or gave up on one (logged). Returns at once when no
+  // writer is open. The old directories are then waiting for deletion
+  // (WaitForPendingDeletions).
+  void WaitForRecodes() const;
 
   // --- Deletion ------------------------------------------------------------------------
   // Deletes the whole store: every object under the prefix (base table, shard manifests,

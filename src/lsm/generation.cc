@@ -296,8 +296,70 @@ Result<pb::Generation> WriteLinkedGeneration(const std::shared_ptr<ObjectStore>&
     return Status::Internal(fmt::format("generation {}: linked {} live rows, expected {}", path,
                                         appended.rows, live_keys.size()));
   }
-  return FinishGeneration(*store, prefix, path, generation, live_keys,
-                          static_cast<int64_t>(live_keys.size()), 0, clock);
+  STRATA_ASSIGN_OR_RETURN(pb::Generation entry,
+                          FinishGeneration(*store, prefix, path, generation, live_keys,
+                                           static_cast<int64_t>(live_keys.size()), 0, clock));
+  entry.set_linked(true);
+  return entry;
+}
+
+Result<pb::Generation> RecodeGeneration(const std::shared_ptr<ObjectStore>& store,
+                                        const std::string& store_prefix, const Generation& source,
+                                        const std::string& path, const table::TableOptions& options,
+                                        const std::function<bool()>& cancelled) {
+  const pb::Generation& from = source.entry();
+  if (ParseGenerationPath(path) != from.generation()) {
+    return Status::InvalidArgument(
+        fmt::format("recoding generation {}: '{}' is not a path of it", from.generation(), path));
+  }
+  const std::string prefix = GenerationPrefix(store_prefix, source.shard(), path);
+  const std::string what = fmt::format("recoding generation {} of shard {}", from.generation(),
+                                       source.shard().ToString());
+  const std::shared_ptr<table::Table>& read = source.table();
+  const SchemaPtr& gen_schema = read->schema();
+  const int tombstone_index = gen_schema->GetFieldIndex(std::string(kTombstoneColumn));
+  if (tombstone_index < 0) {
+    return Status::Corruption(
+        fmt::format("{}: its table lacks the column '{}'", what, kTombstoneColumn));
+  }
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<table::Table> written,
+                          table::Table::Create(store, prefix, gen_schema, options));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<table::BatchIterator> scan, read->Scan());
+  // Linked data files lack the tombstone column, which reads as null ("not deleted"); the
+  // recoded table holds it as false, as WriteGeneration writes it (§6.1).
+  auto next = [&]() -> Result<std::optional<RecordBatch>> {
+    if (cancelled && cancelled()) return Status::Aborted(what + ": cancelled");
+    STRATA_ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, scan->Next());
+    if (!batch.has_value()) return batch;
+    const Array& tombstones = batch->column(tombstone_index);
+    if (tombstones.null_count() == 0) return batch;
+    if (tombstones.null_count() != batch->num_rows()) {
+      return Status::Corruption(fmt::format("{}: a linked generation has tombstone values", what));
+    }
+    std::vector<Array> columns = batch->columns();
+    STRATA_ASSIGN_OR_RETURN(columns[static_cast<size_t>(tombstone_index)],
+                            ConstantBools(false, batch->num_rows()));
+    STRATA_ASSIGN_OR_RETURN(RecordBatch fixed, RecordBatch::Make(batch->schema(), batch->num_rows(),
+                                                                 std::move(columns)));
+    return std::optional<RecordBatch>(std::move(fixed));
+  };
+  STRATA_ASSIGN_OR_RETURN(table::AppendResult appended, written->AppendStream(next));
+  if (appended.rows != from.rows()) {
+    return Status::Internal(fmt::format("{}: wrote {} rows, the generation holds {}", what,
+                                        appended.rows, from.rows()));
+  }
+  // The same keys: the same filter.
+  const std::string source_prefix = GenerationPrefix(store_prefix, source.shard(), from.path());
+  STRATA_RETURN_IF_ERROR(
+      store->Copy(source_prefix + std::string(kBloomObject), prefix + std::string(kBloomObject)));
+  STRATA_ASSIGN_OR_RETURN(std::vector<ObjectMeta> objects, store->List(prefix));
+  int64_t bytes = 0;
+  for (const ObjectMeta& object : objects) bytes += object.size;
+  pb::Generation entry = from;
+  entry.set_path(path);
+  entry.set_bytes(bytes);
+  entry.set_linked(false);
+  return entry;
 }
 
 // --- Generation ------------------------------------------------------------------------

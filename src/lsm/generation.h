@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,22 @@ Result<pb::Generation> WriteLinkedGeneration(const std::shared_ptr<ObjectStore>&
                                              uint64_t generation, const MemTableSnapshot& snapshot,
                                              const table::TableOptions& options,
                                              Clock* clock = SystemClock());
+
+class Generation;
+
+// Writes the rows of `source` — a generation linked from the WAL (§6.3) — again as a
+// generation of the same number at `path` (a fresh NewGenerationPath of its number), the way
+// WriteGeneration writes one: data files in `options`' compression and batch sizes, a key
+// index over the new row positions, the same bloom filter. Streams (a few batches in memory
+// at a time). `cancelled` is checked between batches; when it returns true the recode stops
+// with Aborted. The returned entry is `source`'s (generation number, order stamp, WAL end,
+// row counts) with the new path and bytes and `linked` false; nothing is published
+// (ShardManifestStore::ReplaceGeneration does that). On an error `path` may be partly
+// written; the caller deletes it.
+Result<pb::Generation> RecodeGeneration(const std::shared_ptr<ObjectStore>& store,
+                                        const std::string& store_prefix, const Generation& source,
+                                        const std::string& path, const table::TableOptions& options,
+                                        const std::function<bool()>& cancelled = {});
 
 // An opened generation.
 class Generation {

@@ -1,9 +1,10 @@
 // The delayed, background deletion of merged generations and the sweep of leftovers (see
 // generation_deleter.h).
 //
-// Invariant: a directory is deleted only when its generation number is at or below the
-// shard's merge watermark (so its rows are in the base version every new read starts from)
-// and it is no longer listed in the shard manifest (so no new read view can name it).
+// Invariant: a directory is deleted only when no new read view can name it — it is no
+// longer listed in the shard manifest — and its rows are read elsewhere: its generation number
+// is at or below the shard's merge watermark (the rows are in the base version every new read
+// starts from), or a recode replaced it (the rows are in the listed copy, lsm.md §6.4).
 #include "lsm/generation_deleter.h"
 
 #include <algorithm>

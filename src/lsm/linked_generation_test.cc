@@ -240,6 +240,89 @@ TEST_P(LinkedGenerationTest, OnlyMemtablesOfWalRowsWithoutTombstonesCanLink) {
   EXPECT_FALSE(CanLinkWal(*MemTable::Make(Shard(), 0)->Snapshot()));  // empty
 }
 
+TEST_P(LinkedGenerationTest, ARecodedGenerationReadsLikeTheLinkedOneFromCompressedFiles) {
+  auto mem = MemTable::Make(Shard(), 0);
+  std::mt19937_64 rng(strata::testing::TestSeed());
+  for (int put = 0; put < 30; ++put) {
+    std::vector<int> ids;
+    for (int r = 0; r < 3 + static_cast<int>(rng() % 6); ++r)
+      ids.push_back(static_cast<int>(rng() % 80));
+    Put(*mem, {Rows(ids, put)});
+  }
+  ASSERT_OK(wal_->RollSegment().status());
+  ASSERT_OK_AND_ASSIGN(
+      pb::Generation linked_entry,
+      WriteLinkedGeneration(store_, kPrefix, shard_, 7, *mem->Snapshot(), options_, &clock_));
+  *linked_entry.mutable_wal_end() = mem->wal_end();
+  EXPECT_TRUE(linked_entry.linked());
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Generation> linked, Open(linked_entry));
+
+  table::TableOptions recode_options;
+  recode_options.compression = ipc::Compression::kZstd;
+  recode_options.max_rows_per_batch = 16;
+  const std::string path = NewGenerationPath(7);
+  ASSERT_OK_AND_ASSIGN(pb::Generation entry,
+                       RecodeGeneration(store_, kPrefix, *linked, path, recode_options));
+  // The same generation, at the new path, no longer linked.
+  EXPECT_EQ(entry.path(), path);
+  EXPECT_FALSE(entry.linked());
+  EXPECT_EQ(entry.generation(), 7u);
+  EXPECT_EQ(entry.rows(), linked_entry.rows());
+  EXPECT_EQ(entry.tombstones(), 0);
+  EXPECT_EQ(entry.sealed_at_micros(), linked_entry.sealed_at_micros());
+  EXPECT_EQ(CompareWalPositions(entry.wal_end(), mem->wal_end()), 0);
+  EXPECT_LT(entry.bytes(), linked_entry.bytes()) << "compressed, without the other memtables' rows";
+
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Generation> recoded, Open(entry));
+  ASSERT_OK_AND_ASSIGN(RecordBatch expected, Expected(*mem));
+  ASSERT_OK_AND_ASSIGN(RecordBatch scanned, ScanAll(*recoded->table(), {"id", "step", "text"}));
+  EXPECT_TRUE(scanned.Equals(expected)) << scanned.ToString() << "\nvs\n" << expected.ToString();
+  // The tombstone column is written now, false for every row.
+  ASSERT_OK_AND_ASSIGN(RecordBatch tombstones,
+                       ScanAll(*recoded->table(), {std::string(kTombstoneColumn)}));
+  EXPECT_EQ(tombstones.column(0).null_count(), 0);
+  for (int64_t r = 0; r < tombstones.num_rows(); ++r)
+    EXPECT_FALSE(tombstones.column(0).BoolValue(r));
+  // Keys through the new key index and the copied bloom filter.
+  for (int64_t r = 0; r < expected.num_rows(); ++r) {
+    const std::string key(expected.column(0).StringValue(r));
+    ASSERT_OK_AND_ASSIGN(RecordBatch found,
+                         recoded->table()->LookupKeys({expr::Scalar::String(key)}));
+    ASSERT_EQ(found.num_rows(), 1) << key;
+    EXPECT_EQ(found.GetColumnByName("step").Value<int64_t>(0),
+              expected.column(1).Value<int64_t>(r));
+    ASSERT_OK_AND_ASSIGN(std::vector<std::string> encoded, EncodeKeys(found.column(0), "id"));
+    EXPECT_TRUE(recoded->MayContain(encoded[0])) << key;
+  }
+  ASSERT_OK_AND_ASSIGN(table::VerifyReport report, recoded->table()->Verify());
+  EXPECT_TRUE(report.ok()) << report.problems.front();
+  // Its data files are its own, none of them a WAL segment.
+  ASSERT_OK_AND_ASSIGN(std::vector<ObjectMeta> files,
+                       store_->List(ShardDir(kPrefix, shard_) + path + "data/"));
+  ASSERT_FALSE(files.empty());
+  for (const ObjectMeta& file : files)
+    EXPECT_EQ(file.key.find("/data/wal-"), std::string::npos) << file.key;
+  // The linked generation is untouched (readers may still be on it).
+  ASSERT_OK_AND_ASSIGN(RecordBatch again, ScanAll(*linked->table(), {"id", "step", "text"}));
+  EXPECT_TRUE(again.Equals(expected));
+}
+
+TEST_P(LinkedGenerationTest, ARecodeStopsWhenCancelledAndRefusesAPathOfAnotherGeneration) {
+  auto mem = MemTable::Make(Shard(), 0);
+  for (int put = 0; put < 12; ++put) Put(*mem, {Rows({put * 2, put * 2 + 1}, put)});
+  ASSERT_OK(wal_->RollSegment().status());
+  ASSERT_OK_AND_ASSIGN(
+      pb::Generation linked_entry,
+      WriteLinkedGeneration(store_, kPrefix, shard_, 2, *mem->Snapshot(), options_, &clock_));
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<Generation> linked, Open(linked_entry));
+  Result<pb::Generation> wrong_path =
+      RecodeGeneration(store_, kPrefix, *linked, NewGenerationPath(3), options_);
+  EXPECT_TRUE(wrong_path.status().IsInvalidArgument()) << wrong_path.status();
+  Result<pb::Generation> cancelled = RecodeGeneration(
+      store_, kPrefix, *linked, NewGenerationPath(2), options_, [] { return true; });
+  EXPECT_TRUE(cancelled.status().IsAborted()) << cancelled.status();
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, LinkedGenerationTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? std::string("Local") : std::string("Memory");

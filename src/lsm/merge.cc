@@ -247,11 +247,16 @@ namespace strata::lsm {
 
 // --- PrepareMerge -----------------------------------------------------------------------
 
-Result<std::optional<PreparedMerge>> PrepareMerge(const std::shared_ptr<table::Table>& base,
-                                                  ShardManifestStore& manifests,
-                                                  GenerationCache& generations,
-                                                  const MergeOptions& options,
-                                                  int min_generations) {
+namespace {
+
+// One attempt of PrepareMerge. `lost` is set when a generation the manifest listed was gone
+// by the time it was read: drained and deleted by a concurrent merge, or recoded (§6.4) and
+// its old directory deleted — then the caller reads the manifest again.
+Result<std::optional<PreparedMerge>> TryPrepareMerge(const std::shared_ptr<table::Table>& base,
+                                                     ShardManifestStore& manifests,
+                                                     GenerationCache& generations,
+                                                     const MergeOptions& options,
+                                                     int min_generations, bool* lost) {
   const Uuid& shard = manifests.shard();
   STRATA_RETURN_IF_ERROR(base->Refresh());
   std::optional<int> key_column = base->primary_key_column();
@@ -305,8 +310,10 @@ Result<std::optional<PreparedMerge>> PrepareMerge(const std::shared_ptr<table::T
     }
     Result<std::shared_ptr<Generation>> opened = generations.Get(shard, entry);
     if (!opened.ok()) {
-      // Merged and deleted by a concurrent merge since the manifest was read.
-      if (opened.status().IsNotFound()) return std::optional<PreparedMerge>();
+      if (opened.status().IsNotFound()) {
+        *lost = true;
+        return std::optional<PreparedMerge>();
+      }
       return opened.status();
     }
     ReadGeneration gen;
@@ -315,7 +322,10 @@ Result<std::optional<PreparedMerge>> PrepareMerge(const std::shared_ptr<table::T
     Result<std::vector<RecordBatch>> batches =
         it.ok() ? (*it)->ToBatches() : Result<std::vector<RecordBatch>>(it.status());
     if (!batches.ok()) {
-      if (batches.status().IsNotFound()) return std::optional<PreparedMerge>();
+      if (batches.status().IsNotFound()) {
+        *lost = true;
+        return std::optional<PreparedMerge>();
+      }
       return batches.status();
     }
     gen.batches = std::move(*batches);
@@ -341,6 +351,24 @@ Result<std::optional<PreparedMerge>> PrepareMerge(const std::shared_ptr<table::T
   }
   STRATA_RETURN_IF_ERROR(Deduplicate(read, base_schema, *key_column, prepared));
   return std::optional<PreparedMerge>(std::move(prepared));
+}
+
+}  // namespace
+
+Result<std::optional<PreparedMerge>> PrepareMerge(const std::shared_ptr<table::Table>& base,
+                                                  ShardManifestStore& manifests,
+                                                  GenerationCache& generations,
+                                                  const MergeOptions& options,
+                                                  int min_generations) {
+  // A generation lost between the manifest read and its own read was drained (the next
+  // attempt finds it gone) or recoded (the next attempt reads it at its new path).
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    bool lost = false;
+    Result<std::optional<PreparedMerge>> prepared =
+        TryPrepareMerge(base, manifests, generations, options, min_generations, &lost);
+    if (!lost || attempt == kAttempts) return prepared;
+  }
 }
 
 // --- CommitMerge ------------------------------------------------------------------------
@@ -393,6 +421,7 @@ Result<MergeCommitResult> CommitMerge(
 
   // From here on a failure leaves this call's base commit in place: report it beside the
   // commit instead of as a failed merge.
+  std::vector<std::string> removed_paths;  // what the drain took out of the manifest
   Status drained = [&]() -> Status {
     // Count again right before the drain: a concurrent merge may have drained meanwhile.
     STRATA_ASSIGN_OR_RETURN(manifest, manifests.ReadLatest());
@@ -406,7 +435,7 @@ Result<MergeCommitResult> CommitMerge(
     std::vector<uint64_t> numbers;
     numbers.reserve(prepared.generations.size());
     for (const pb::Generation& entry : prepared.generations) numbers.push_back(entry.generation());
-    Result<pb::ShardManifest> written = manifests.Drain(prepared.epoch, numbers);
+    Result<pb::ShardManifest> written = manifests.Drain(prepared.epoch, numbers, &removed_paths);
     if (written.status().IsFenced()) {
       return Status::Fenced(fmt::format("merge writer epoch changed before drain (shard {}): {}",
                                         shard.ToString(), written.status().message()));
@@ -420,11 +449,10 @@ Result<MergeCommitResult> CommitMerge(
   }
   if (still_pending == 0) return result;
 
-  std::vector<std::string> paths;
-  paths.reserve(prepared.generations.size());
-  for (const pb::Generation& entry : prepared.generations) paths.push_back(entry.path());
-  result.generations_reclaimed = still_pending;
-  if (delete_files) delete_files(shard, std::move(paths));
+  // The paths the drain removed: a generation recoded since the prepare is listed at its
+  // new path (its old one is deleted by the recode).
+  result.generations_reclaimed = static_cast<int>(removed_paths.size());
+  if (delete_files && !removed_paths.empty()) delete_files(shard, std::move(removed_paths));
   return result;
 }
 

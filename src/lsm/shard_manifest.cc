@@ -235,25 +235,51 @@ Result<pb::ShardManifest> ShardManifestStore::Update(
 }
 
 Result<pb::ShardManifest> ShardManifestStore::Drain(uint64_t epoch,
-                                                    const std::vector<uint64_t>& generations) {
+                                                    const std::vector<uint64_t>& generations,
+                                                    std::vector<std::string>* removed_paths) {
   std::optional<pb::ShardManifest> unchanged;
+  std::vector<std::string> removed_now;
   Result<pb::ShardManifest> drained =
       Update(epoch, "drain", [&](pb::ShardManifest& manifest) -> Status {
+        removed_now.clear();
         auto* listed = manifest.mutable_generations();
-        const auto removed =
-            std::remove_if(listed->begin(), listed->end(), [&](const pb::Generation& g) {
-              return std::find(generations.begin(), generations.end(), g.generation()) !=
-                     generations.end();
-            });
-        if (removed == listed->end()) {
+        auto drained_here = [&](const pb::Generation& g) {
+          return std::find(generations.begin(), generations.end(), g.generation()) !=
+                 generations.end();
+        };
+        for (const pb::Generation& g : *listed) {
+          if (drained_here(g)) removed_now.push_back(g.path());
+        }
+        if (removed_now.empty()) {
           unchanged = manifest;  // nothing left to drain: write nothing
           return Status::Aborted("nothing to drain");
         }
-        listed->erase(removed, listed->end());
+        listed->erase(std::remove_if(listed->begin(), listed->end(), drained_here), listed->end());
         return Status::OK();
       });
   if (!drained.ok() && unchanged.has_value() && drained.status().IsAborted()) return *unchanged;
+  if (drained.ok() && removed_paths != nullptr) *removed_paths = std::move(removed_now);
   return drained;
+}
+
+Result<bool> ShardManifestStore::ReplaceGeneration(uint64_t epoch, const std::string& old_path,
+                                                   const pb::Generation& replacement) {
+  bool gone = false;
+  Result<pb::ShardManifest> written =
+      Update(epoch, "recode", [&](pb::ShardManifest& manifest) -> Status {
+        for (pb::Generation& g : *manifest.mutable_generations()) {
+          if (g.generation() == replacement.generation() && g.path() == old_path) {
+            g = replacement;
+            gone = false;
+            return Status::OK();
+          }
+        }
+        gone = true;  // write nothing
+        return Status::Aborted("generation no longer listed at its old path");
+      });
+  if (!written.ok() && gone && written.status().IsAborted()) return false;
+  STRATA_RETURN_IF_ERROR(written.status());
+  return true;
 }
 
 Result<std::vector<Uuid>> ListShards(ObjectStore& store, std::string_view store_prefix) {

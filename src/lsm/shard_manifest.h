@@ -83,7 +83,17 @@ class ShardManifestStore {
   // Update does (a merge passes the epoch it prepared with, so a new owner makes it fail
   // with Fenced). Returns the manifest written, or the latest unchanged when none of the
   // generations is listed any more (nothing written).
-  Result<pb::ShardManifest> Drain(uint64_t epoch, const std::vector<uint64_t>& generations);
+  // `removed_paths`, when set, receives the paths the written version no longer lists (a
+  // recode may have replaced a path since the caller read it).
+  Result<pb::ShardManifest> Drain(uint64_t epoch, const std::vector<uint64_t>& generations,
+                                  std::vector<std::string>* removed_paths = nullptr);
+  // Replaces the generation numbered `replacement.generation()` with `replacement` when the
+  // latest version still lists it at `old_path` (operation "recode", docs/format/lsm.md
+  // §6.4): a relative edit as Drain, with `epoch` as Update uses it. Returns false, writing
+  // nothing, when that generation is no longer listed at `old_path` (a merge drained it, or
+  // another recode replaced it).
+  Result<bool> ReplaceGeneration(uint64_t epoch, const std::string& old_path,
+                                 const pb::Generation& replacement);
 
  private:
   // Creates `next` (put-if-absent). True when it is now the successor of its base version

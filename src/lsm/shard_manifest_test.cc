@@ -351,6 +351,55 @@ TEST_P(ShardManifestTest, DrainKeepsGenerationsSealedConcurrently) {
   EXPECT_EQ(latest.version(), uint64_t{2 + 6 + kSeals + 3});
 }
 
+TEST_P(ShardManifestTest, DrainReportsThePathsItRemoved) {
+  ShardManifestStore manifests = Manifests();
+  ASSERT_OK(manifests.Claim().status());
+  for (int i = 0; i < 4; ++i) ASSERT_OK(manifests.Update(1, "seal", SealOne).status());
+  ASSERT_OK_AND_ASSIGN(pb::ShardManifest before, manifests.ReadLatest());
+  std::vector<std::string> removed;
+  ASSERT_OK(manifests.Drain(1, {3, 1, 9}, &removed).status());
+  EXPECT_EQ(removed,
+            (std::vector<std::string>{before.generations(0).path(), before.generations(2).path()}));
+  removed = {"stale"};
+  ASSERT_OK(manifests.Drain(1, {1, 3}, &removed).status());  // nothing left to drain
+  EXPECT_EQ(removed, std::vector<std::string>{"stale"});
+}
+
+TEST_P(ShardManifestTest, ReplaceGenerationSwapsOneEntryWhileItIsListedAtItsOldPath) {
+  ShardManifestStore manifests = Manifests();
+  ASSERT_OK(manifests.Claim().status());
+  for (int i = 0; i < 3; ++i) ASSERT_OK(manifests.Update(1, "seal", SealOne).status());
+  ASSERT_OK_AND_ASSIGN(pb::ShardManifest before, manifests.ReadLatest());
+  const pb::Generation old = before.generations(1);
+  pb::Generation recoded = old;
+  recoded.set_path(NewGenerationPath(old.generation()));
+  recoded.set_bytes(123);
+  ASSERT_OK_AND_ASSIGN(bool replaced, manifests.ReplaceGeneration(1, old.path(), recoded));
+  EXPECT_TRUE(replaced);
+  ASSERT_OK_AND_ASSIGN(pb::ShardManifest after, manifests.ReadLatest());
+  EXPECT_EQ(after.version(), before.version() + 1);
+  EXPECT_EQ(after.operation(), "recode");
+  EXPECT_EQ(GenerationNumbers(after), GenerationNumbers(before));
+  EXPECT_EQ(after.generations(1).SerializeAsString(), recoded.SerializeAsString());
+  EXPECT_EQ(after.generations(0).SerializeAsString(), before.generations(0).SerializeAsString());
+  EXPECT_EQ(after.generations(2).SerializeAsString(), before.generations(2).SerializeAsString());
+  EXPECT_EQ(after.current_generation(), before.current_generation());
+
+  // Listed at another path now, or drained: nothing is written.
+  ASSERT_OK_AND_ASSIGN(replaced, manifests.ReplaceGeneration(1, old.path(), recoded));
+  EXPECT_FALSE(replaced);
+  ASSERT_OK(manifests.Drain(1, {old.generation()}).status());
+  ASSERT_OK_AND_ASSIGN(pb::ShardManifest drained, manifests.ReadLatest());
+  ASSERT_OK_AND_ASSIGN(replaced, manifests.ReplaceGeneration(1, recoded.path(), recoded));
+  EXPECT_FALSE(replaced);
+  EXPECT_FALSE(VersionExists(drained.version() + 1));
+  // A new owner fences it.
+  ASSERT_OK(manifests.Claim().status());
+  Result<bool> fenced =
+      manifests.ReplaceGeneration(1, drained.generations(0).path(), drained.generations(0));
+  EXPECT_TRUE(fenced.status().IsFenced()) << fenced.status();
+}
+
 TEST_P(ShardManifestTest, StaleMissingOrBogusHintStillFindsTheLatest) {
   ShardManifestStore manifests = Manifests();
   ASSERT_OK(manifests.Claim().status());

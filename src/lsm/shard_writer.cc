@@ -16,6 +16,7 @@
 #include "strata/ipc.h"
 #include "util/log.h"
 #include "util/mutex.h"
+#include "util/thread.h"
 
 namespace strata::lsm {
 
@@ -122,6 +123,18 @@ struct ShardWriter::Impl {
   CondVar progress_cv;  // publication, errors, fencing, calls finishing
 
   std::thread flusher;
+
+  // Recoding linked generations (§6.4): numbers waiting, oldest first, for the recoder
+  // thread (started with the first one).
+  mutable Mutex recode_mu;
+  mutable CondVar recode_cv;  // queue, running or stop changed
+  std::deque<uint64_t> recode_queue STRATA_GUARDED_BY(recode_mu);
+  bool recode_running STRATA_GUARDED_BY(recode_mu) = false;
+  bool recode_stop STRATA_GUARDED_BY(recode_mu) = false;
+  int64_t generations_recoded STRATA_GUARDED_BY(recode_mu) = 0;
+  std::thread recoder STRATA_GUARDED_BY(recode_mu);
+  std::atomic<bool> cancel_recode{false};  // set by Close: the recode under way stops
+
   Mutex close_mu;
   bool close_done STRATA_GUARDED_BY(close_mu) = false;
   Status close_status STRATA_GUARDED_BY(close_mu);
@@ -423,7 +436,120 @@ struct ShardWriter::Impl {
           return Status::OK();
         }));
     NoteVersion(written);
+    if (link) QueueRecode(g);
     return Status::OK();
+  }
+
+  // Queues generation `g` for recoding (when the options ask for it), starting the recoder
+  // thread with the first one.
+  void QueueRecode(uint64_t g) {
+    if (!options.recode_linked_generations) return;
+    MutexLock lock(recode_mu);
+    if (recode_stop) return;
+    recode_queue.push_back(g);
+    if (!recoder.joinable()) recoder = std::thread([this] { RecoderLoop(); });
+    recode_cv.SignalAll();
+  }
+
+  void RecoderLoop() {
+    // Recoding is worth doing only with CPU that puts and reads leave unused.
+    if (!RunThreadAtIdlePriority()) {
+      LogWarning("shard {}: recoding linked generations at normal priority (SCHED_IDLE refused)",
+                 shard.ToString());
+    }
+    recode_mu.Lock();
+    for (;;) {
+      while (!recode_stop && recode_queue.empty()) recode_cv.Wait(recode_mu);
+      if (recode_stop) break;
+      const uint64_t g = recode_queue.front();
+      recode_queue.pop_front();
+      recode_running = true;
+      recode_mu.Unlock();
+      Result<bool> recoded = RecodeOne(g);
+      if (!recoded.ok() && !cancel_recode.load()) {
+        LogWarning("shard {}: recoding generation {} failed (its linked files stay in use): {}",
+                   shard.ToString(), g, recoded.status().ToString());
+      }
+      recode_mu.Lock();
+      recode_running = false;
+      if (recoded.ok() && *recoded) ++generations_recoded;
+      if (recoded.status().IsFenced()) recode_queue.clear();
+      recode_cv.SignalAll();
+    }
+    recode_running = false;
+    recode_cv.SignalAll();
+    recode_mu.Unlock();
+  }
+
+  // Recodes generation `g` when the latest manifest lists it as linked, and publishes the
+  // recode. True when published; false when there was nothing to do (already recoded,
+  // drained) or the generation was drained while it was recoded.
+  Result<bool> RecodeOne(uint64_t g) {
+    STRATA_ASSIGN_OR_RETURN(pb::ShardManifest latest, manifests.ReadLatest());
+    if (latest.writer_epoch() != epoch) return FencedStatus();
+    const pb::Generation* listed = nullptr;
+    for (const pb::Generation& entry : latest.generations()) {
+      if (entry.generation() == g) listed = &entry;
+    }
+    if (listed == nullptr || !listed->linked()) return false;
+    const pb::Generation entry = *listed;
+    Result<std::shared_ptr<Generation>> source =
+        Generation::Open(store, prefix, shard, entry, options.generation_options);
+    if (!source.ok()) {
+      if (source.status().IsNotFound()) return false;  // drained and deleted meanwhile
+      return source.status();
+    }
+    const std::string path = NewGenerationPath(g, options.recode_options.random);
+    const std::string dir = ShardDir(prefix, shard) + path;
+    auto discard = [&](Status why) -> Status {
+      store->DeletePrefix(dir).status().IgnoreError();
+      return why;
+    };
+    Result<pb::Generation> recoded =
+        RecodeGeneration(store, prefix, **source, path, options.recode_options,
+                         [this] { return cancel_recode.load() || fenced.load(); });
+    if (!recoded.ok()) {
+      // A merge that drained the generation meanwhile deletes its files: nothing to recode.
+      if (recoded.status().IsNotFound() && !StillListed(g, entry.path())) {
+        STRATA_RETURN_IF_ERROR(discard(Status::OK()));
+        return false;
+      }
+      return discard(recoded.status());
+    }
+    Result<bool> replaced = manifests.ReplaceGeneration(epoch, entry.path(), *recoded);
+    if (!replaced.ok()) {
+      if (replaced.status().IsFenced()) MarkFenced();
+      return discard(replaced.status());
+    }
+    if (!*replaced) {
+      STRATA_RETURN_IF_ERROR(discard(Status::OK()));
+      return false;
+    }
+    if (options.retire_generations) options.retire_generations(shard, {entry.path()});
+    return true;
+  }
+
+  // Whether the latest manifest lists generation `g` at `path` (true when it cannot tell).
+  bool StillListed(uint64_t g, const std::string& path) {
+    Result<pb::ShardManifest> latest = manifests.ReadLatest();
+    if (!latest.ok()) return true;
+    return std::any_of(
+        latest->generations().begin(), latest->generations().end(),
+        [&](const pb::Generation& e) { return e.generation() == g && e.path() == path; });
+  }
+
+  // Stops the recoder: the recode under way is cancelled, queued ones are dropped.
+  void StopRecoder() {
+    std::thread thread;
+    cancel_recode = true;
+    {
+      MutexLock lock(recode_mu);
+      recode_stop = true;
+      recode_queue.clear();
+      thread = std::move(recoder);
+      recode_cv.SignalAll();
+    }
+    if (thread.joinable()) thread.join();
   }
 
   // What a generation ending at WAL position `end` covers. When nothing was appended
@@ -626,6 +752,7 @@ struct ShardWriter::Impl {
       flusher_cv.SignalAll();
     }
     if (flusher.joinable()) flusher.join();
+    StopRecoder();
     Status wal_closed = wal->Close();
     if (st.ok() && !wal_closed.ok()) st = wal_closed;
     if (!seal && st.ok() && !fenced) RecordClosedWalEnd(wal->last_position());
@@ -688,6 +815,10 @@ Result<std::shared_ptr<ShardWriter>> ShardWriter::Open(std::shared_ptr<ObjectSto
                                                      impl->epoch, 0, std::move(wal_options)));
   STRATA_RETURN_IF_ERROR(impl->Replay(claimed));
   impl->flusher = std::thread([raw] { raw->FlusherLoop(); });
+  // Linked generations an earlier writer published and did not get to recode.
+  for (const pb::Generation& entry : claimed.generations()) {
+    if (entry.linked()) impl->QueueRecode(entry.generation());
+  }
   return std::shared_ptr<ShardWriter>(new ShardWriter(std::move(impl)));
 }
 
@@ -768,6 +899,14 @@ Result<SealOutcome> ShardWriter::Seal(bool wait) {
   return d.SealInternal(wait);
 }
 
+void ShardWriter::WaitForRecodes() const {
+  const Impl& d = *impl_;
+  MutexLock lock(d.recode_mu);
+  while (!d.recode_stop && (d.recode_running || !d.recode_queue.empty())) {
+    d.recode_cv.Wait(d.recode_mu);
+  }
+}
+
 Status ShardWriter::Close() { return impl_->Close(/*seal=*/true); }
 Status ShardWriter::CloseWithoutSeal() { return impl_->Close(/*seal=*/false); }
 
@@ -780,6 +919,11 @@ ShardWriterStats ShardWriter::stats() const {
   ShardWriterStats s;
   s.epoch = d.epoch;
   s.replayed_records = d.replayed_records;
+  {
+    MutexLock recode_lock(d.recode_mu);
+    s.generations_recoded = d.generations_recoded;
+    s.recodes_queued = static_cast<int64_t>(d.recode_queue.size()) + (d.recode_running ? 1 : 0);
+  }
   MutexLock lock(d.mu);
   s.active_rows = d.active->rows();
   s.unflushed_rows = s.active_rows;

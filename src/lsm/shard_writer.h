@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,15 @@ struct ShardWriterOptions {
   bool link_wal_segments = true;
   // Options of generation tables (compression, batch sizes).
   table::TableOptions generation_options;
+  // Recode each linked generation this writer publishes, and the linked generations it finds
+  // pending when it opens, into `recode_options`' compression and batch sizes, one at a time
+  // on a background thread in the idle scheduling class (docs/format/lsm.md §6.4).
+  bool recode_linked_generations = false;
+  table::TableOptions recode_options;
+  // Receives the old directory of each generation once its recode is published; the caller
+  // deletes it after a delay (readers that listed it may still read it). Null: the
+  // directory stays until the shard's first merge after the generation's sweeps it.
+  std::function<void(const Uuid& shard, std::vector<std::string> paths)> retire_generations;
   Clock* clock = SystemClock();
 };
 
@@ -58,6 +68,8 @@ struct ShardWriterStats {
   int64_t unflushed_bytes = 0;
   int64_t replayed_records = 0;  // at open
   int64_t generations_published = 0;
+  int64_t generations_recoded = 0;  // recodes published
+  int64_t recodes_queued = 0;       // waiting or running
 };
 
 class ShardWriter {
@@ -87,8 +99,11 @@ class ShardWriter {
   // memtable sealed so far is published as a generation. kFenced when the writer has been
   // fenced (nothing to publish against a dead epoch; the next owner replays the WAL).
   Result<SealOutcome> Seal(bool wait);
-  // Seal(wait) then stops the flusher and closes the WAL. Idempotent. After Close every
-  // call fails with InvalidArgument ("writer closed").
+  // Blocks until every generation queued for recoding so far is recoded, or given up on (a
+  // recode that fails is logged and left to the shard's next writer), or the writer closes.
+  void WaitForRecodes() const;
+  // Seal(wait) then stops the flusher and closes the WAL; a recode under way is cancelled.
+  // Idempotent. After Close every call fails with InvalidArgument ("writer closed").
   Status Close();
   // Stops the writer without sealing: rows not yet published stay durable in the WAL,
   // invisible until the shard's next writer replays them. Idempotent, as Close.

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -307,6 +308,7 @@ std::map<int64_t, std::string> ReadRoles(const std::shared_ptr<ObjectStore>& sto
 
 TEST_P(ShardWriterTest, DictionaryColumnsLinkUntilADictionaryOutgrowsItsIndexType) {
   ShardWriterOptions options;
+  options.recode_linked_generations = true;
   options.max_memtable_rows = 40;
   options.max_wal_segment_bytes = 2048;
   ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w,
@@ -336,6 +338,9 @@ TEST_P(ShardWriterTest, DictionaryColumnsLinkUntilADictionaryOutgrowsItsIndexTyp
   // ...30 more do not: from then on every seal rewrites its rows.
   ASSERT_OK(w->Put({RoleRows(250, 30, many)}));
   for (int i = 0; i < 8; ++i) ASSERT_OK(w->Put({RoleRows(280 + i * 5, 5, few)}));
+  ASSERT_OK(w->Seal(true).status());
+  w->WaitForRecodes();  // the roles read below come from recoded generations too
+  EXPECT_GT(w->stats().generations_recoded, 0);
   ASSERT_OK(w->Close());
   EXPECT_EQ(LinkedDataFiles(*store_), linked_before_overflow);
   std::map<int64_t, std::string> roles = ReadRoles(store_);
@@ -355,6 +360,144 @@ TEST_P(ShardWriterTest, LinkingOffRewritesEverySeal) {
   ASSERT_OK(w->Close());
   ExpectLiveOnce(ReadGenerations(store_), 0, 48);
   EXPECT_EQ(LinkedDataFiles(*store_), 0);
+}
+
+// The generation directories under the shard's gen/, e.g. "gen/00000000000000000003-9f1c22ab/".
+std::set<std::string> GenerationDirs(ObjectStore& store) {
+  const std::string dir = ShardDir(kPrefix, kShard);
+  Result<std::vector<ObjectMeta>> objects = store.List(dir + "gen/");
+  EXPECT_TRUE(objects.ok()) << objects.status();
+  std::set<std::string> dirs;
+  for (const ObjectMeta& o : objects.ValueOr({})) {
+    std::string_view rest = std::string_view(o.key).substr(dir.size());
+    dirs.insert(std::string(rest.substr(0, rest.find('/', 4) + 1)));
+  }
+  return dirs;
+}
+
+std::set<std::string> ListedPaths(const pb::ShardManifest& manifest) {
+  std::set<std::string> paths;
+  for (const pb::Generation& g : manifest.generations()) paths.insert(g.path());
+  return paths;
+}
+
+TEST_P(ShardWriterTest, LinkedGenerationsAreRecodedInTheBackgroundAndTheirOldPathsRetired) {
+  ShardWriterOptions options;
+  options.max_memtable_rows = 64;
+  options.max_wal_segment_bytes = 2048;
+  options.recode_options.max_rows_per_batch = 32;
+  options.recode_linked_generations = true;
+  Mutex mu;
+  std::vector<std::string> retired;
+  options.retire_generations = [&](const Uuid& shard, std::vector<std::string> paths) {
+    EXPECT_EQ(shard, kShard);
+    MutexLock lock(mu);
+    retired.insert(retired.end(), paths.begin(), paths.end());
+  };
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter(options));
+  EXPECT_EQ(PutConcurrently(*w, 3, 40, 4), 0);
+  ASSERT_OK(w->Seal(true).status());
+  w->WaitForRecodes();
+  pb::ShardManifest manifest;
+  std::multimap<int64_t, GenRow> rows = ReadGenerations(store_, &manifest);
+  ExpectLiveOnce(rows, 0, 3 * 40 * 4);
+  EXPECT_EQ(rows.size(), 3u * 40 * 4);
+  int64_t linked = 0;
+  for (const pb::Generation& g : manifest.generations()) linked += g.linked() ? 1 : 0;
+  EXPECT_EQ(linked, 0);
+  const ShardWriterStats stats = w->stats();
+  EXPECT_GT(stats.generations_recoded, 0);
+  EXPECT_EQ(stats.recodes_queued, 0);
+  {
+    MutexLock lock(mu);
+    EXPECT_EQ(static_cast<int64_t>(retired.size()), stats.generations_recoded);
+    // The old directories are left to the caller (readers may still be on them)...
+    std::set<std::string> dirs = GenerationDirs(*store_);
+    for (const std::string& path : retired) {
+      EXPECT_EQ(dirs.count(path), 1u) << path;
+      EXPECT_EQ(ListedPaths(manifest).count(path), 0u) << path;
+    }
+    // ...and every other directory is a listed generation's.
+    EXPECT_EQ(dirs.size(), retired.size() + ListedPaths(manifest).size());
+  }
+  ASSERT_OK(w->Close());
+}
+
+TEST_P(ShardWriterTest, RecodingOffKeepsLinkedGenerationsUntilAWriterWithItOpens) {
+  ShardWriterOptions options;
+  options.max_memtable_rows = 64;
+  options.max_wal_segment_bytes = 2048;
+  options.recode_linked_generations = false;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter(options));
+  for (int i = 0; i < 30; ++i) ASSERT_OK(w->Put({KeyedRows(i * 8, 8)}));
+  ASSERT_OK(w->Close());
+  pb::ShardManifest manifest;
+  ExpectLiveOnce(ReadGenerations(store_, &manifest), 0, 240);
+  int64_t linked = 0;
+  for (const pb::Generation& g : manifest.generations()) linked += g.linked() ? 1 : 0;
+  ASSERT_GT(linked, 0);
+  EXPECT_EQ(w->stats().generations_recoded, 0);
+
+  // The next owner recodes what its predecessor left linked.
+  options.recode_linked_generations = true;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> next, OpenWriter(MakeStore(), options));
+  next->WaitForRecodes();
+  EXPECT_EQ(next->stats().generations_recoded, linked);
+  ASSERT_OK(next->Close());
+  ExpectLiveOnce(ReadGenerations(store_, &manifest), 0, 240);
+  for (const pb::Generation& g : manifest.generations()) EXPECT_FALSE(g.linked()) << g.path();
+}
+
+TEST_P(ShardWriterTest, ARecodeOfAGenerationDrainedMeanwhileIsDiscarded) {
+  ShardWriterOptions options;
+  options.recode_linked_generations = true;
+  options.max_memtable_rows = 1000;
+  options.max_wal_segment_bytes = 2048;
+  std::vector<std::string> retired;
+  options.retire_generations = [&](const Uuid&, std::vector<std::string> paths) {
+    retired.insert(retired.end(), paths.begin(), paths.end());
+  };
+  std::string drained_path;
+  auto hooked = std::make_shared<strata::testing::CopyHookedStore>(store_, "/bloom.bin", [&] {
+    // A merge drains the generation while the recoder writes its copy.
+    ShardManifestStore manifests(store_, kPrefix, kShard);
+    Result<pb::ShardManifest> latest = manifests.ReadLatest();
+    ASSERT_TRUE(latest.ok()) << latest.status();
+    ASSERT_EQ(latest->generations_size(), 1);
+    drained_path = latest->generations(0).path();
+    ASSERT_OK(
+        manifests.Drain(latest->writer_epoch(), {latest->generations(0).generation()}).status());
+  });
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter(hooked, options));
+  for (int i = 0; i < 20; ++i) ASSERT_OK(w->Put({KeyedRows(i * 8, 8)}));
+  ASSERT_OK(w->Seal(true).status());
+  w->WaitForRecodes();
+  ASSERT_FALSE(drained_path.empty()) << "the seal linked the WAL and the recoder ran";
+  EXPECT_EQ(w->stats().generations_recoded, 0);
+  EXPECT_TRUE(retired.empty());
+  // The copy it wrote is gone; the drained directory is the merge's to delete.
+  EXPECT_EQ(GenerationDirs(*store_), std::set<std::string>{drained_path});
+  ASSERT_OK_AND_ASSIGN(pb::ShardManifest latest,
+                       ShardManifestStore(store_, kPrefix, kShard).ReadLatest());
+  EXPECT_EQ(latest.generations_size(), 0);
+  ASSERT_OK(w->Close());
+}
+
+TEST_P(ShardWriterTest, CloseWithRecodesQueuedLeavesEveryDirectoryListedOrRetired) {
+  ShardWriterOptions options;
+  options.recode_linked_generations = true;
+  options.max_memtable_rows = 40;
+  options.max_wal_segment_bytes = 2048;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter(options));
+  for (int i = 0; i < 40; ++i) ASSERT_OK(w->Put({KeyedRows(i * 8, 8)}));
+  // No wait: Close cancels the recode under way and drops the queued ones.
+  ASSERT_OK(w->Close());
+  pb::ShardManifest manifest;
+  ExpectLiveOnce(ReadGenerations(store_, &manifest), 0, 320);
+  // Each directory is a listed generation's or the old one of a published recode (left for
+  // the caller, retire_generations being unset): a cancelled recode deleted its copy.
+  EXPECT_EQ(GenerationDirs(*store_).size(),
+            ListedPaths(manifest).size() + static_cast<size_t>(w->stats().generations_recoded));
 }
 
 TEST_P(ShardWriterTest, SealTriggersAtMaxMemtableRows) {
@@ -714,7 +857,8 @@ TEST_P(ShardWriterTest, ClaimRaceLoserIsFencedWhenASegmentVanishesBeforeItsRead)
 
 TEST_P(ShardWriterTest, ManifestVersionsAndWalSegmentsStayBoundedAcrossSealsAndClaims) {
   ShardWriterOptions options;
-  options.max_wal_segment_bytes = 4096;  // seals of big memtables roll (and free) segments
+  options.max_wal_segment_bytes = 4096;      // seals of big memtables roll (and free) segments
+  options.recode_linked_generations = true;  // recodes publish versions too
   int64_t next_id = 0;
   for (int owner = 0; owner < 6; ++owner) {
     SCOPED_TRACE("owner " + std::to_string(owner));
@@ -723,6 +867,8 @@ TEST_P(ShardWriterTest, ManifestVersionsAndWalSegmentsStayBoundedAcrossSealsAndC
       ASSERT_OK(w->Put({KeyedRows(next_id, 40)}));
       next_id += 40;
       ASSERT_OK(w->Seal(true).status());
+      // A recode publishes beside the seals; its cleanup follows its write.
+      w->WaitForRecodes();
       EXPECT_LE(ManifestVersions(*store_), static_cast<int64_t>(kRetainedShardManifestVersions));
       EXPECT_LE(WalSegments(*store_), 2);
     }

@@ -60,6 +60,7 @@ struct StoreMetrics {
   Histogram* pending_generations = nullptr;
   Counter* reads_refused = nullptr;
   Counter* generations_reclaimed = nullptr;
+  Counter* generations_recoded = nullptr;
   Histogram* budget_wait = nullptr;
 
   static constexpr const char* kPhases[] = {"seal", "read", "commit", "delete"};
@@ -101,6 +102,9 @@ struct StoreMetrics {
                   "Waits for the process-wide merge memory budget", {}, DefaultLatencyBuckets());
     generations_reclaimed = counter("strata_wal_generations_reclaimed_total",
                                     "Generations merged into the base table", {});
+    generations_recoded =
+        counter("strata_wal_generations_recoded_total",
+                "Generations linked from the WAL recoded into compressed column batches", {});
   }
 };
 
@@ -298,6 +302,17 @@ struct StorageBase::Impl {
     writer_options.generation_options = options.table_options;
     writer_options.generation_options.compression = options.generation_compression;
     writer_options.link_wal_segments = options.link_wal_segments;
+    writer_options.recode_linked_generations = options.recode_linked_generations;
+    writer_options.recode_options = options.table_options;
+    // A recoded generation's old directory goes the way of a drained one: deleted after the
+    // delay, so reads that listed it can finish.
+    lsm::GenerationDeleter* retired = deleter.get();
+    Counter* recoded = metrics.generations_recoded;
+    writer_options.retire_generations = [retired, recoded](const Uuid& s,
+                                                           std::vector<std::string> paths) {
+      Increment(recoded);
+      retired->Enqueue(s, std::move(paths));
+    };
     writer_options.clock = clock;
     STRATA_ASSIGN_OR_RETURN(
         std::shared_ptr<lsm::ShardWriter> opened,
@@ -1086,6 +1101,10 @@ Status StorageBase::DeleteData() {
 bool StorageBase::deleted() const { return impl_->deleted.load(std::memory_order_acquire); }
 
 void StorageBase::WaitForPendingDeletions() const { impl_->deleter->WaitIdle(); }
+
+void StorageBase::WaitForRecodes() const {
+  if (std::shared_ptr<lsm::ShardWriter> writer = impl_->CurrentWriter()) writer->WaitForRecodes();
+}
 
 uint64_t StorageBase::version() const {
   if (std::shared_ptr<table::Table> p = impl_->Pinned()) return p->version();

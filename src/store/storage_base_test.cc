@@ -21,6 +21,7 @@
 #include "strata/builder.h"
 #include "support/forwarding_object_store.h"
 #include "util/clock.h"
+#include "util/mutex.h"
 
 namespace strata::store {
 namespace {
@@ -80,6 +81,11 @@ class StorageBaseTest : public testing::StoreFixture {
     for (const auto& [k, v] : m) out.push_back(k);
     return out;
   }
+
+  // Two writers put, delete, flush and merge at random while a long-lived reader's scans,
+  // counts and point reads are checked against a model of what was published. `tune`
+  // adjusts the writers' options.
+  void RunReaderModel(const std::function<void(StorageBaseOptions&)>& tune);
 };
 
 TEST_F(StorageBaseTest, OpenWarnsWhenTheBaseTablesNewestManifestIsMissing) {
@@ -556,6 +562,122 @@ class FailDrainAfterBaseCommit final : public strata::testing::ForwardingObjectS
 // its reads must never miss a published generation, a committed merge or a base cleanup,
 // including manifest chains that moved past their retained versions between two reads.
 TEST_F(StorageBaseTest, ALongLivedReaderSeesEveryPublishedChangeAgainstAModel) {
+  RunReaderModel([](StorageBaseOptions&) {});
+}
+
+// The same with WAL segments so small that most seals link them, and the writers recoding
+// those generations in the background while the reader reads (and their old directories
+// deleted at once).
+TEST_F(StorageBaseTest, ALongLivedReaderSeesEveryChangeWhileLinkedGenerationsAreRecoded) {
+  MetricsRegistry registry;
+  RunReaderModel([&](StorageBaseOptions& options) {
+    options.max_wal_segment_bytes = 1024;
+    options.recode_linked_generations = true;
+    options.metrics = &registry;
+  });
+  const std::string text = registry.ExposePrometheus();
+  const std::string sample = "\nstrata_wal_generations_recoded_total ";
+  const size_t at = text.find(sample);
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_GT(std::stoll(text.substr(at + sample.size())), 0) << text;
+}
+
+// A merge prepared from a linked generation and committed after the generation was recoded:
+// the drain takes the generation at its new path, whose directory the merge then deletes;
+// the recode deleted the old one. Nothing is left behind, every row is read once.
+TEST_F(StorageBaseTest, ARecodeBetweenAMergesPrepareAndCommitLeavesNoDirectoryBehind) {
+  Mutex mu;
+  CondVar cv;
+  bool at_publish = false;
+  bool prepared = false;
+  auto hooked = std::make_shared<strata::testing::CopyHookedStore>(store_, "/bloom.bin", [&] {
+    MutexLock lock(mu);
+    at_publish = true;
+    cv.SignalAll();
+    while (!prepared) cv.Wait(mu);
+  });
+  StorageBaseOptions options;
+  options.max_wal_segment_bytes = 1024;
+  options.recode_linked_generations = true;
+  options.generation_delete_delay_seconds = 0;
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase(options, hooked));
+  std::vector<std::tuple<std::string, std::string, int64_t>> rows;
+  for (int i = 0; i < 40; ++i) rows.emplace_back(fmt::format("k{:02d}", i), "linked", i);
+  ASSERT_OK(base->Put({Items(rows)}));
+  ASSERT_OK(base->Flush().status());
+  {
+    // The recoder has written its copy (bounded: a seal that did not link never gets here).
+    MutexLock lock(mu);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!at_publish && std::chrono::steady_clock::now() < deadline) {
+      cv.WaitFor(mu, std::chrono::seconds(1));
+    }
+    if (!at_publish) prepared = true;  // a late recode must not block the handle's close
+    ASSERT_TRUE(at_publish) << "the flush did not link the WAL, or no recode ran";
+  }
+  ASSERT_OK_AND_ASSIGN(std::optional<PreparedMerge> merge, base->PrepareCleanupMerge());
+  ASSERT_TRUE(merge.has_value());
+  {
+    MutexLock lock(mu);
+    prepared = true;
+    cv.SignalAll();
+  }
+  base->WaitForRecodes();
+  base->WaitForPendingDeletions();  // the linked directory is gone
+  ASSERT_OK_AND_ASSIGN(MergeReport report, base->CommitPreparedMerge(std::move(*merge)));
+  EXPECT_EQ(report.generations_reclaimed, 1);
+  EXPECT_EQ(report.rows_merged, 40);
+  base->WaitForPendingDeletions();
+  const std::string gen_dir = lsm::ShardDir(prefix_, lsm::DeriveShardId("items")) + "gen/";
+  ASSERT_OK_AND_ASSIGN(std::vector<ObjectMeta> left, store_->List(gen_dir));
+  EXPECT_TRUE(left.empty()) << left.front().key;
+  ASSERT_OK_AND_ASSIGN(std::vector<RecordBatch> scanned, base->Scan({}));
+  EXPECT_EQ(Rows(scanned).size(), 40u);
+}
+
+// After its recodes and the deletion of the linked directories, a store holds compressed
+// generations and no WAL segment linked into one; reads do not change.
+TEST_F(StorageBaseTest, RecodedGenerationsReadTheSameAndFreeTheLinkedBytes) {
+  StorageBaseOptions options;
+  options.max_wal_segment_bytes = 4096;
+  options.recode_linked_generations = true;
+  options.generation_delete_delay_seconds = 0;
+  ASSERT_OK_AND_ASSIGN(auto base, OpenBase(options));
+  std::map<std::string, std::pair<std::string, int64_t>> expected;
+  for (int flush = 0; flush < 4; ++flush) {
+    std::vector<std::tuple<std::string, std::string, int64_t>> rows;
+    for (int i = 0; i < 60; ++i) {
+      const std::string key = fmt::format("k{:03d}", (flush * 37 + i * 7) % 150);
+      const std::string status = std::string(30, static_cast<char>('a' + flush));
+      rows.emplace_back(key, status, flush * 100 + i);
+      expected[key] = {status, flush * 100 + i};
+    }
+    ASSERT_OK(base->Put({Items(rows)}));
+    ASSERT_OK(base->Flush().status());
+  }
+  base->WaitForRecodes();
+  base->WaitForPendingDeletions();
+  const std::string gen_dir = lsm::ShardDir(prefix_, lsm::DeriveShardId("items")) + "gen/";
+  ASSERT_OK_AND_ASSIGN(std::vector<ObjectMeta> files, store_->List(gen_dir));
+  ASSERT_FALSE(files.empty());
+  for (const ObjectMeta& file : files) {
+    EXPECT_EQ(file.key.find("/data/wal-"), std::string::npos) << file.key;
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<RecordBatch> scanned, base->Scan({}));
+  EXPECT_EQ(Rows(scanned), expected);
+  ASSERT_OK_AND_ASSIGN(int64_t pending, base->PendingGenerations());
+  EXPECT_EQ(pending, 4);
+  std::vector<expr::Scalar> keys;
+  for (const auto& [key, row] : expected) keys.push_back(expr::Scalar::String(key));
+  keys.resize(std::min<size_t>(keys.size(), 100));
+  ASSERT_OK_AND_ASSIGN(RecordBatch got, base->GetMany(keys));
+  EXPECT_EQ(got.num_rows(), static_cast<int64_t>(keys.size()));
+  ASSERT_OK(base->Cleanup().status());
+  ASSERT_OK_AND_ASSIGN(scanned, base->Scan({}));
+  EXPECT_EQ(Rows(scanned), expected);
+}
+
+void StorageBaseTest::RunReaderModel(const std::function<void(StorageBaseOptions&)>& tune) {
   using Row = std::pair<std::string, int64_t>;
   std::map<std::string, Row> published;  // what a reader must see
   struct Writer {
@@ -567,6 +689,7 @@ TEST_F(StorageBaseTest, ALongLivedReaderSeesEveryPublishedChangeAgainstAModel) {
     StorageBaseOptions options;
     options.shard_id = fmt::format("w{}", w);
     options.generation_delete_delay_seconds = 0;
+    tune(options);
     ASSERT_OK_AND_ASSIGN(writers[w].handle, OpenBase(options));
   }
   ASSERT_OK_AND_ASSIGN(auto reader, OpenBase({.shard_id = "reader"}));
@@ -630,6 +753,7 @@ TEST_F(StorageBaseTest, ALongLivedReaderSeesEveryPublishedChangeAgainstAModel) {
     }
   }
   EXPECT_GT(reads, 50);
+  for (Writer& writer : writers) writer.handle->WaitForRecodes();
 }
 
 // The cached view's re-check when both version chains moved on past what the reader last

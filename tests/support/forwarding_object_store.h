@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +57,36 @@ class HookedStore final : public ForwardingObjectStore {
 
  private:
   std::string key_;
+  std::function<void()> hook_;
+};
+
+// Forwards to another store; runs `hook` once, just before the first Copy to a key ending
+// in `suffix` (a generation recode copies the bloom filter last, right before it publishes).
+// Appendable objects are the base store's.
+class CopyHookedStore final : public ForwardingObjectStore {
+ public:
+  CopyHookedStore(std::shared_ptr<ObjectStore> base, std::string suffix, std::function<void()> hook)
+      : ForwardingObjectStore(std::move(base)),
+        suffix_(std::move(suffix)),
+        hook_(std::move(hook)) {}
+  Result<std::unique_ptr<AppendableObject>> CreateAppendable(std::string_view key) override {
+    return base().CreateAppendable(key);
+  }
+  Status Copy(std::string_view from, std::string_view to) override {
+    if (to.ends_with(suffix_)) {
+      std::function<void()> hook;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        hook = std::exchange(hook_, nullptr);
+      }
+      if (hook) hook();
+    }
+    return base().Copy(from, to);
+  }
+
+ private:
+  std::string suffix_;
+  std::mutex mu_;
   std::function<void()> hook_;
 };
 
