@@ -33,11 +33,17 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kMarker = ".strata-compare";  // in --dir: the suite owns it
-const std::vector<std::string> kAllEngines = {
-    "strata",        "strata-generic",    "strata-generic-json",
-    "strata-nosync", "strata-replicated", "sqlite",
-    "rocksdb",       "lancedb",           "lancedb-lsm",
-    "duckdb"};
+const std::vector<std::string> kAllEngines = {"strata",
+                                              "strata-generic",
+                                              "strata-generic-json",
+                                              "strata-nosync",
+                                              "strata-replicated",
+                                              "strata-recode",
+                                              "sqlite",
+                                              "rocksdb",
+                                              "lancedb",
+                                              "lancedb-lsm",
+                                              "duckdb"};
 
 struct Options {
   bool quick = false;
@@ -278,6 +284,7 @@ std::unique_ptr<Engine> MakeEngine(const std::string& label, const Options& o,
   if (label == "strata") return MakeStrataEngine(true);
   if (label == "strata-nosync") return MakeStrataEngine(false);
   if (label == "strata-replicated") return MakeStrataReplicatedEngine();
+  if (label == "strata-recode") return MakeStrataRecodeEngine();
   if (label == "strata-generic") return MakeStrataGenericEngine(/*json=*/false);
   if (label == "strata-generic-json") return MakeStrataGenericEngine(/*json=*/true);
   if (label == "sqlite") return MakeSqliteEngine();
