@@ -56,6 +56,11 @@ struct WriteOptions {
   // decompression of all of it for a few percent of space: exact vector search over zstd
   // float32 columns spent half its time in zstd for ~8% smaller files.
   double min_space_savings = 0.1;
+  // Buffers smaller than this many bytes are stored raw without trying to compress them
+  // (0: try every buffer). Decompressing a small buffer saves a few KiB of disk and costs
+  // every read of it a codec call: a point read that decodes the key and a number column of
+  // one batch pays for both.
+  int64_t min_compressed_buffer_bytes = 0;
   // Alignment, in bytes, of message starts and body buffers within the output: a power of
   // two from 8 (the minimum Arrow allows) to 4096. The default 64 leaves every buffer of a
   // mapped file cache-line aligned.

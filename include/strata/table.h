@@ -74,6 +74,9 @@ using ProgressCallback = std::function<void(int64_t done, int64_t total)>;
 struct TableOptions {
   // Data file body compression.
   ipc::Compression compression = ipc::Compression::kZstd;
+  // Column buffers smaller than this are stored uncompressed
+  // (ipc::WriteOptions::min_compressed_buffer_bytes; 0 = compress every buffer that shrinks).
+  int64_t min_compressed_buffer_bytes = 0;
   // An append starts a new fragment after this many rows or (uncompressed) bytes.
   int64_t max_rows_per_fragment = int64_t{1} << 20;
   int64_t max_bytes_per_fragment = int64_t{256} << 20;

@@ -165,8 +165,9 @@ Result<int64_t> DecompressedBound(Compression codec, const Buffer& payload,
 }  // namespace
 
 Result<Buffer> CompressBuffer(Compression codec, int zstd_level, const Buffer& raw,
-                              double min_space_savings) {
+                              double min_space_savings, int64_t min_compressed_bytes) {
   if (raw.size() == 0 || codec == Compression::kNone) return raw;
+  const bool small = raw.size() < min_compressed_bytes;
   int64_t capacity = 0;
   if (codec == Compression::kZstd) {
     capacity = static_cast<int64_t>(ZSTD_compressBound(static_cast<size_t>(raw.size())));
@@ -184,15 +185,17 @@ Result<Buffer> CompressBuffer(Compression codec, int zstd_level, const Buffer& r
   if (base == nullptr) throw std::bad_alloc();  // as BufferBuilder: not a recoverable Status
   std::shared_ptr<uint8_t> owner(base, [](uint8_t* p) { std::free(p); });
   uint8_t* dst = base + kPrefixLength;
-  int64_t compressed = 0;
-  if (codec == Compression::kZstd) {
+  int64_t compressed = raw.size();
+  if (small) {
+    // Not worth a codec call on every read.
+  } else if (codec == Compression::kZstd) {
     STRATA_ASSIGN_OR_RETURN(compressed, CompressZstd(raw, zstd_level, dst, capacity));
   } else {
     STRATA_ASSIGN_OR_RETURN(compressed, CompressLz4(raw, dst, capacity));
   }
   int64_t prefix = raw.size();
   const auto worth_it = static_cast<double>(raw.size()) * (1.0 - min_space_savings);
-  if (compressed >= raw.size() || static_cast<double>(compressed) > worth_it) {
+  if (small || compressed >= raw.size() || static_cast<double>(compressed) > worth_it) {
     // Too little gain: store the bytes as they are, and every read skips the decompression.
     prefix = kStoredRaw;
     std::memcpy(dst, raw.data(), static_cast<size_t>(raw.size()));

@@ -134,6 +134,24 @@ TEST_P(IpcCompressionTest, BuffersThatBarelyShrinkAreStoredRaw) {
   EXPECT_LT(packed.size(), text.size() / 2);
 }
 
+// Buffers under min_compressed_bytes are stored raw however well they would compress; the
+// threshold is exclusive.
+TEST_P(IpcCompressionTest, BuffersUnderTheMinimumSizeAreStoredRaw) {
+  const Compression codec = GetParam();
+  const Buffer text = Buffer::Copy(CompressibleBytes(4096, 5));
+  int64_t prefix = 0;
+  ASSERT_OK_AND_ASSIGN(Buffer small, CompressBuffer(codec, 1, text, 0.1, 4097));
+  std::memcpy(&prefix, small.data(), 8);
+  EXPECT_EQ(prefix, -1);
+  EXPECT_EQ(small.view().substr(8), text.view());
+  ASSERT_OK_AND_ASSIGN(Buffer back, Decompress(codec, small));
+  EXPECT_EQ(back.view(), text.view());
+  ASSERT_OK_AND_ASSIGN(Buffer at_minimum, CompressBuffer(codec, 1, text, 0.1, 4096));
+  std::memcpy(&prefix, at_minimum.data(), 8);
+  EXPECT_EQ(prefix, 4096);
+  EXPECT_LT(at_minimum.size(), text.size() / 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Codecs, IpcCompressionTest,
                          ::testing::Values(Compression::kLz4Frame, Compression::kZstd),
                          [](const ::testing::TestParamInfo<Compression>& info) {

@@ -174,9 +174,10 @@ Result<std::optional<RawMessage>> ReadMessage(MessageInput* input, const ReadOpt
 
 // The stored form of one body buffer: empty stays empty; otherwise an int64 LE length prefix
 // and the compressed bytes, or -1 and the raw bytes when compression saves less than
-// `min_space_savings` of them (0: whenever it does not shrink them).
+// `min_space_savings` of them (0: whenever it does not shrink them) or the buffer is smaller
+// than `min_compressed_bytes` (not compressed at all).
 Result<Buffer> CompressBuffer(Compression codec, int zstd_level, const Buffer& raw,
-                              double min_space_savings = 0);
+                              double min_space_savings = 0, int64_t min_compressed_bytes = 0);
 // Inverse of CompressBuffer. `budget` is the decompressed bytes still allowed for the
 // message; it shrinks by the declared length. Corruption (prefixed with `where`) for a
 // truncated prefix, a declared length beyond the budget or beyond what the compressed size

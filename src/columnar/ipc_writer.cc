@@ -27,6 +27,11 @@ Status CheckOptions(const WriteOptions& options) {
     return Status::InvalidArgument(
         fmt::format("zstd level must be within -7..22, not {}", options.zstd_level));
   }
+  if (options.min_compressed_buffer_bytes < 0) {
+    return Status::InvalidArgument(
+        fmt::format("IPC min_compressed_buffer_bytes must not be negative, not {}",
+                    options.min_compressed_buffer_bytes));
+  }
   if (!(options.min_space_savings >= 0 && options.min_space_savings <= 1)) {
     return Status::InvalidArgument(fmt::format("IPC min_space_savings must be within 0..1, not {}",
                                                options.min_space_savings));
@@ -229,8 +234,9 @@ class MessageWriter {
   }
 
   void RunTask(const Task& task) {
-    Result<Buffer> compressed = internal::CompressBuffer(options_.compression, options_.zstd_level,
-                                                         *task.buffer, options_.min_space_savings);
+    Result<Buffer> compressed =
+        internal::CompressBuffer(options_.compression, options_.zstd_level, *task.buffer,
+                                 options_.min_space_savings, options_.min_compressed_buffer_bytes);
     if (compressed.ok()) *task.buffer = std::move(*compressed);
     MutexLock lock(mu_);
     if (!compressed.ok() && task.batch->status.ok()) task.batch->status = compressed.status();

@@ -192,8 +192,9 @@ Result<EncodedBody> EncodeBody(const std::vector<Array>& columns, const LayoutPl
   }
   if (options.compression != Compression::kNone) {
     for (Buffer& buffer : body.buffers) {
-      STRATA_ASSIGN_OR_RETURN(buffer, CompressBuffer(options.compression, options.zstd_level,
-                                                     buffer, options.min_space_savings));
+      STRATA_ASSIGN_OR_RETURN(
+          buffer, CompressBuffer(options.compression, options.zstd_level, buffer,
+                                 options.min_space_savings, options.min_compressed_buffer_bytes));
     }
   }
   return body;

@@ -121,6 +121,42 @@ TEST(IpcWriterThreadsTest, AbandonedWriterWithBatchesInFlightStops) {
   EXPECT_GT(out.Tell(), 0);
 }
 
+// min_compressed_buffer_bytes reaches both the caller's and the helpers' compression: with
+// every buffer under it the file holds raw buffers only (and reads back the same), with one
+// or two threads alike; a negative minimum is refused.
+TEST(IpcWriterThreadsTest, BuffersUnderTheMinimumStayRawWithAnyThreadCount) {
+  SchemaPtr schema = AllTypesSchema();
+  std::vector<RecordBatch> batches = SomeBatches(schema, 5);
+  auto write = [&](int threads, int64_t minimum) -> Buffer {
+    BufferOutputStream out;
+    auto writer = FileWriter::Make(&out, schema,
+                                   WriteOptions{.compression = Compression::kZstd,
+                                                .min_compressed_buffer_bytes = minimum,
+                                                .compression_threads = threads});
+    EXPECT_TRUE(writer.ok()) << writer.status();
+    for (const RecordBatch& batch : batches) EXPECT_TRUE((*writer)->WriteBatch(batch).ok());
+    EXPECT_TRUE((*writer)->Close().ok());
+    return out.Finish();
+  };
+  const Buffer compressed = write(1, 0);
+  const Buffer raw = write(1, int64_t{1} << 30);
+  EXPECT_GT(raw.size(), compressed.size());
+  EXPECT_EQ(write(2, int64_t{1} << 30).view(), raw.view());
+  auto reader = FileReader::Open(SourceFromBuffer(raw));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto got = (*reader)->ReadAll();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), batches.size());
+  for (size_t i = 0; i < batches.size(); ++i) {
+    EXPECT_EQ(testing::BatchDiff(batches[i], (*got)[i]), "") << "batch " << i;
+  }
+  BufferOutputStream out;
+  auto refused = FileWriter::Make(
+      &out, schema,
+      WriteOptions{.compression = Compression::kZstd, .min_compressed_buffer_bytes = -1});
+  EXPECT_TRUE(refused.status().IsInvalidArgument()) << refused.status();
+}
+
 TEST(IpcWriterThreadsTest, ThreadCountOutOfRangeIsInvalidArgument) {
   SchemaPtr schema = AllTypesSchema();
   for (int threads : {0, -1, 65}) {

@@ -356,6 +356,7 @@ class DataFileWriterImpl final : public DataFileWriter {
   Status Start() {
     ipc::WriteOptions write_options;
     write_options.compression = options_.compression;
+    write_options.min_compressed_buffer_bytes = options_.min_compressed_buffer_bytes;
     write_options.compression_threads = std::max(1, options_.compression_threads);
     write_options.max_pending_batches = options_.max_pending_batches;
     STRATA_ASSIGN_OR_RETURN(writer_, ipc::FileWriter::Make(&out_, schema_, write_options));

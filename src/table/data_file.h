@@ -23,6 +23,8 @@ namespace strata::table::internal {
 
 struct DataFileWriteOptions {
   ipc::Compression compression = ipc::Compression::kZstd;
+  // ipc::WriteOptions::min_compressed_buffer_bytes.
+  int64_t min_compressed_buffer_bytes = 0;
   int64_t max_rows_per_batch = 8192;
   int64_t max_bytes_per_batch = int64_t{1} << 20;
   // Threads compressing batches, the writer's caller included (ipc::WriteOptions::

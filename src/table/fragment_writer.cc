@@ -87,6 +87,7 @@ class FragmentSetWriterImpl final : public FragmentSetWriter {
       if (!current_) {
         DataFileWriteOptions write_options;
         write_options.compression = options.compression;
+        write_options.min_compressed_buffer_bytes = options.min_compressed_buffer_bytes;
         write_options.max_rows_per_batch = options.max_rows_per_batch;
         write_options.max_bytes_per_batch = options.max_bytes_per_batch;
         write_options.clock = options.clock;

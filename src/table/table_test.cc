@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -271,6 +272,23 @@ TEST_F(TableTest, AppendStreamWritesWhatItPullsInOneVersionAndStopsOnAnError) {
   EXPECT_EQ(table->version(), 2u);
   ASSERT_OK_AND_ASSIGN(int64_t rows, table->CountRows());
   EXPECT_EQ(rows, 35);
+}
+
+// TableOptions::min_compressed_buffer_bytes reaches the data files: with every buffer under
+// it nothing is compressed (the files are larger), and the rows read the same.
+TEST_F(TableTest, BuffersUnderTheMinimumCompressedSizeAreWrittenRaw) {
+  std::map<int64_t, int64_t> bytes;
+  for (int64_t minimum : {int64_t{0}, int64_t{1} << 30}) {
+    TableOptions options;
+    options.min_compressed_buffer_bytes = minimum;
+    const std::string prefix = "t" + std::to_string(minimum) + "/";
+    ASSERT_OK_AND_ASSIGN(auto table, Table::Create(store_, prefix, KeyedSchema(), options));
+    ASSERT_OK_AND_ASSIGN(AppendResult r, table->Append({KeyedRows(0, 3000)}));
+    bytes[minimum] = r.bytes_written;
+    ASSERT_OK_AND_ASSIGN(RecordBatch all, ReadAll(*table));
+    EXPECT_TRUE(all.Equals(KeyedRows(0, 3000))) << minimum;
+  }
+  EXPECT_GT(bytes[int64_t{1} << 30], bytes[0]);
 }
 
 // Fragments cut in the middle of the rows are finished (put) on a thread of their own while
