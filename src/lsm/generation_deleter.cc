@@ -39,6 +39,11 @@ void GenerationDeleter::Enqueue(const Uuid& shard, std::vector<std::string> path
   changed_.SignalAll();
 }
 
+void GenerationDeleter::Start() {
+  MutexLock lock(mutex_);
+  if (!stopping_ && !thread_.joinable()) thread_ = std::thread([this] { Run(); });
+}
+
 bool GenerationDeleter::PendingLocked(const Uuid& shard, const std::string& path) const {
   if (busy_ && in_progress_.shard == shard && in_progress_.path == path) return true;
   return std::any_of(queue_.begin(), queue_.end(),

@@ -40,8 +40,12 @@ class GenerationDeleter {
   GenerationDeleter& operator=(const GenerationDeleter&) = delete;
 
   // Deletes `paths` (generation directories relative to the shard dir) of `shard` once the
-  // delay has passed. Ignored after Stop.
+  // delay has passed. Ignored after Stop. Starts the deletion thread when it is not running
+  // (it inherits the caller's scheduling class: see Start).
   void Enqueue(const Uuid& shard, std::vector<std::string> paths);
+  // Starts the deletion thread now, from the caller, when it is not running: for callers
+  // whose later Enqueue comes from a thread of lower priority. Ignored after Stop.
+  void Start();
   // True while `path` of `shard` waits for (or is in) deletion.
   bool Pending(const Uuid& shard, const std::string& path) const;
   // Deletes one generation directory now (best effort: a failure is logged and counted).

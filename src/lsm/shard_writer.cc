@@ -129,6 +129,8 @@ struct ShardWriter::Impl {
   mutable Mutex recode_mu;
   mutable CondVar recode_cv;  // queue, running or stop changed
   std::deque<uint64_t> recode_queue STRATA_GUARDED_BY(recode_mu);
+  uint64_t recodes_queued_total STRATA_GUARDED_BY(recode_mu) = 0;  // ever queued
+  uint64_t recodes_done_total STRATA_GUARDED_BY(recode_mu) = 0;    // of those, finished
   bool recode_running STRATA_GUARDED_BY(recode_mu) = false;
   bool recode_stop STRATA_GUARDED_BY(recode_mu) = false;
   int64_t generations_recoded STRATA_GUARDED_BY(recode_mu) = 0;
@@ -447,6 +449,7 @@ struct ShardWriter::Impl {
     MutexLock lock(recode_mu);
     if (recode_stop) return;
     recode_queue.push_back(g);
+    ++recodes_queued_total;
     if (!recoder.joinable()) recoder = std::thread([this] { RecoderLoop(); });
     recode_cv.SignalAll();
   }
@@ -472,8 +475,12 @@ struct ShardWriter::Impl {
       }
       recode_mu.Lock();
       recode_running = false;
+      ++recodes_done_total;
       if (recoded.ok() && *recoded) ++generations_recoded;
-      if (recoded.status().IsFenced()) recode_queue.clear();
+      if (recoded.status().IsFenced()) {
+        recodes_done_total += recode_queue.size();
+        recode_queue.clear();
+      }
       recode_cv.SignalAll();
     }
     recode_running = false;
@@ -499,43 +506,72 @@ struct ShardWriter::Impl {
       if (source.status().IsNotFound()) return false;  // drained and deleted meanwhile
       return source.status();
     }
-    const std::string path = NewGenerationPath(g, options.recode_options.random);
-    const std::string dir = ShardDir(prefix, shard) + path;
-    auto discard = [&](Status why) -> Status {
-      store->DeletePrefix(dir).status().IgnoreError();
-      return why;
-    };
+    std::string path = NewGenerationPath(g, options.recode_options.random);
+    while (path == entry.path()) path = NewGenerationPath(g, options.recode_options.random);
+    auto cancelled = [this] { return cancel_recode.load() || fenced.load(); };
     Result<pb::Generation> recoded =
-        RecodeGeneration(store, prefix, **source, path, options.recode_options,
-                         [this] { return cancel_recode.load() || fenced.load(); });
+        RecodeGeneration(store, prefix, **source, path, options.recode_options, cancelled);
+    if (recoded.ok() && cancelled())
+      recoded = Status::Aborted("recode cancelled before publishing");
     if (!recoded.ok()) {
       // A merge that drained the generation meanwhile deletes its files: nothing to recode.
-      if (recoded.status().IsNotFound() && !StillListed(g, entry.path())) {
-        STRATA_RETURN_IF_ERROR(discard(Status::OK()));
-        return false;
-      }
-      return discard(recoded.status());
+      const bool drained = recoded.status().IsNotFound() && Listed(g) == Where::kGone;
+      Discard(path);
+      if (drained) return false;
+      return recoded.status();
     }
     Result<bool> replaced = manifests.ReplaceGeneration(epoch, entry.path(), *recoded);
-    if (!replaced.ok()) {
-      if (replaced.status().IsFenced()) MarkFenced();
-      return discard(replaced.status());
-    }
-    if (!*replaced) {
-      STRATA_RETURN_IF_ERROR(discard(Status::OK()));
+    if (replaced.ok() && !*replaced) {
+      Discard(path);
       return false;
     }
-    if (options.retire_generations) options.retire_generations(shard, {entry.path()});
+    if (!replaced.ok()) {
+      if (replaced.status().IsFenced()) MarkFenced();
+      // The version may have been written before the error (a put whose directory sync
+      // failed): the manifest decides which copy is the generation's.
+      switch (Listed(g, entry.path(), path)) {
+        case Where::kNew:
+          break;  // published after all
+        case Where::kUnknown:
+          return replaced.status();  // keep both; the merge sweep removes the loser
+        default:
+          Discard(path);
+          return replaced.status();
+      }
+    }
+    Retire({entry.path()});
+    if (options.generations_recoded != nullptr) options.generations_recoded->Increment();
     return true;
   }
 
-  // Whether the latest manifest lists generation `g` at `path` (true when it cannot tell).
-  bool StillListed(uint64_t g, const std::string& path) {
+  enum class Where { kOld, kNew, kGone, kUnknown };
+  // Where the latest manifest lists generation `g`: at `old_path`, at `new_path`, not at all,
+  // or kUnknown when the manifest cannot be read (or lists it elsewhere).
+  Where Listed(uint64_t g, const std::string& old_path = {}, const std::string& new_path = {}) {
     Result<pb::ShardManifest> latest = manifests.ReadLatest();
-    if (!latest.ok()) return true;
-    return std::any_of(
-        latest->generations().begin(), latest->generations().end(),
-        [&](const pb::Generation& e) { return e.generation() == g && e.path() == path; });
+    if (!latest.ok()) return Where::kUnknown;
+    for (const pb::Generation& e : latest->generations()) {
+      if (e.generation() != g) continue;
+      if (!new_path.empty() && e.path() == new_path) return Where::kNew;
+      if (!old_path.empty() && e.path() == old_path) return Where::kOld;
+      return Where::kUnknown;
+    }
+    return Where::kGone;
+  }
+
+  // Hands directories no manifest lists to the caller for a delayed delete on a thread of
+  // ordinary priority (an idle-priority thread must not hold the object store's locks).
+  void Retire(std::vector<std::string> paths) {
+    if (options.retire_generations) options.retire_generations(shard, std::move(paths));
+  }
+
+  // A recode's copy that was not published.
+  void Discard(const std::string& path) {
+    if (options.retire_generations) {
+      Retire({path});
+    } else {
+      store->DeletePrefix(ShardDir(prefix, shard) + path).status().IgnoreError();
+    }
   }
 
   // Stops the recoder: the recode under way is cancelled, queued ones are dropped.
@@ -902,9 +938,8 @@ Result<SealOutcome> ShardWriter::Seal(bool wait) {
 void ShardWriter::WaitForRecodes() const {
   const Impl& d = *impl_;
   MutexLock lock(d.recode_mu);
-  while (!d.recode_stop && (d.recode_running || !d.recode_queue.empty())) {
-    d.recode_cv.Wait(d.recode_mu);
-  }
+  const uint64_t target = d.recodes_queued_total;
+  while (!d.recode_stop && d.recodes_done_total < target) d.recode_cv.Wait(d.recode_mu);
 }
 
 Status ShardWriter::Close() { return impl_->Close(/*seal=*/true); }

@@ -22,6 +22,7 @@
 #include "lsm/memtable.h"
 #include "lsm/shard_manifest.h"
 #include "lsm/wal.h"
+#include "strata/metrics.h"
 #include "strata/object_store.h"
 #include "strata/record_batch.h"
 #include "strata/status.h"
@@ -50,11 +51,16 @@ struct ShardWriterOptions {
   // pending when it opens, into `recode_options`' compression and batch sizes, one at a time
   // on a background thread in the idle scheduling class (docs/format/lsm.md §6.4).
   bool recode_linked_generations = false;
+  // Its `random`, when set, must be thread safe: the recoder draws from it beside the flusher.
   table::TableOptions recode_options;
-  // Receives the old directory of each generation once its recode is published; the caller
-  // deletes it after a delay (readers that listed it may still read it). Null: the
-  // directory stays until the shard's first merge after the generation's sweeps it.
+  // Receives generation directories of this shard that the manifest no longer lists — the
+  // old directory of each published recode, and a copy a recode could not publish — for the
+  // caller to delete after a delay (readers that listed an old one may still read it) on a
+  // thread of ordinary priority. Null: the writer deletes an unpublished copy itself, and
+  // an old directory stays until the shard's first merge after the generation's sweeps it.
   std::function<void(const Uuid& shard, std::vector<std::string> paths)> retire_generations;
+  // Counts published recodes (optional).
+  Counter* generations_recoded = nullptr;
   Clock* clock = SystemClock();
 };
 
@@ -99,8 +105,11 @@ class ShardWriter {
   // memtable sealed so far is published as a generation. kFenced when the writer has been
   // fenced (nothing to publish against a dead epoch; the next owner replays the WAL).
   Result<SealOutcome> Seal(bool wait);
-  // Blocks until every generation queued for recoding so far is recoded, or given up on (a
-  // recode that fails is logged and left to the shard's next writer), or the writer closes.
+  // Blocks until every generation queued for recoding before the call is recoded, or given
+  // up on (a recode that fails is logged and left to the shard's next writer), or the writer
+  // closes. Close cancels a recode under way between batches and before it publishes; the
+  // rest of a step (finishing a data file, the manifest write) runs to its end at the
+  // recoder's idle priority, which Close waits for.
   void WaitForRecodes() const;
   // Seal(wait) then stops the flusher and closes the WAL; a recode under way is cancelled.
   // Idempotent. After Close every call fails with InvalidArgument ("writer closed").

@@ -133,6 +133,9 @@ std::string StoreLabel(const std::string& prefix) {
 
 }  // namespace
 
+// Column buffers of recoded generations smaller than this stay uncompressed (see GetWriter).
+constexpr int64_t kRecodeMinCompressedBufferBytes = int64_t{32} << 10;
+
 struct StorageBase::Impl {
   // A MergeIfDue of this handle is running.
   std::atomic<bool> merging_if_due{false};
@@ -304,15 +307,19 @@ struct StorageBase::Impl {
     writer_options.link_wal_segments = options.link_wal_segments;
     writer_options.recode_linked_generations = options.recode_linked_generations;
     writer_options.recode_options = options.table_options;
+    // A point read of a pending generation decodes its key and a few value columns of one
+    // batch: a recoded batch keeps those small buffers raw, its text-sized ones compress.
+    writer_options.recode_options.min_compressed_buffer_bytes = std::max(
+        options.table_options.min_compressed_buffer_bytes, kRecodeMinCompressedBufferBytes);
     // A recoded generation's old directory goes the way of a drained one: deleted after the
-    // delay, so reads that listed it can finish.
+    // delay, so reads that listed it can finish. The deleter's thread starts here, not from
+    // the recoder's idle-priority thread (it would inherit that class).
     lsm::GenerationDeleter* retired = deleter.get();
-    Counter* recoded = metrics.generations_recoded;
-    writer_options.retire_generations = [retired, recoded](const Uuid& s,
-                                                           std::vector<std::string> paths) {
-      Increment(recoded);
+    if (options.recode_linked_generations) retired->Start();
+    writer_options.retire_generations = [retired](const Uuid& s, std::vector<std::string> paths) {
       retired->Enqueue(s, std::move(paths));
     };
+    writer_options.generations_recoded = metrics.generations_recoded;
     writer_options.clock = clock;
     STRATA_ASSIGN_OR_RETURN(
         std::shared_ptr<lsm::ShardWriter> opened,
