@@ -50,6 +50,18 @@ TEST(IpcWriterThreadsTest, FileAndStreamBytesEqualSingleThreaded) {
   }
 }
 
+// The IPC file `file` reads back as `batches`.
+void ExpectFileHolds(const Buffer& file, const std::vector<RecordBatch>& batches) {
+  auto reader = FileReader::Open(SourceFromBuffer(file));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto got = (*reader)->ReadAll();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), batches.size());
+  for (size_t i = 0; i < batches.size(); ++i) {
+    EXPECT_EQ(testing::BatchDiff(batches[i], (*got)[i]), "") << "batch " << i;
+  }
+}
+
 TEST(IpcWriterThreadsTest, BatchesReachTheStreamByClose) {
   SchemaPtr schema = AllTypesSchema();
   std::vector<RecordBatch> batches = SomeBatches(schema, 5);
@@ -65,14 +77,7 @@ TEST(IpcWriterThreadsTest, BatchesReachTheStreamByClose) {
   for (size_t i = 1; i < batches.size(); ++i) ASSERT_TRUE((*writer)->WriteBatch(batches[i]).ok());
   EXPECT_EQ((*writer)->num_batches(), static_cast<int>(batches.size()));
   ASSERT_TRUE((*writer)->Close().ok());
-  auto reader = FileReader::Open(SourceFromBuffer(out.Finish()));
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  auto got = (*reader)->ReadAll();
-  ASSERT_TRUE(got.ok()) << got.status();
-  ASSERT_EQ(got->size(), batches.size());
-  for (size_t i = 0; i < batches.size(); ++i) {
-    EXPECT_EQ(testing::BatchDiff(batches[i], (*got)[i]), "") << "batch " << i;
-  }
+  ExpectFileHolds(out.Finish(), batches);
 }
 
 // Batches are written by the caller's thread only, once max_pending_batches (default: the
@@ -142,14 +147,7 @@ TEST(IpcWriterThreadsTest, BuffersUnderTheMinimumStayRawWithAnyThreadCount) {
   const Buffer raw = write(1, int64_t{1} << 30);
   EXPECT_GT(raw.size(), compressed.size());
   EXPECT_EQ(write(2, int64_t{1} << 30).view(), raw.view());
-  auto reader = FileReader::Open(SourceFromBuffer(raw));
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  auto got = (*reader)->ReadAll();
-  ASSERT_TRUE(got.ok()) << got.status();
-  ASSERT_EQ(got->size(), batches.size());
-  for (size_t i = 0; i < batches.size(); ++i) {
-    EXPECT_EQ(testing::BatchDiff(batches[i], (*got)[i]), "") << "batch " << i;
-  }
+  ExpectFileHolds(raw, batches);
   BufferOutputStream out;
   auto refused = FileWriter::Make(
       &out, schema,
