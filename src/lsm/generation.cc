@@ -182,6 +182,15 @@ Status LinkSegment(ObjectStore& store, const std::string& store_prefix, const Uu
   return Status::OK();
 }
 
+// Bytes of the generation at `prefix`: everything under its directory is its files
+// (manifests, data, index, bloom filter).
+Result<int64_t> GenerationBytes(ObjectStore& store, const std::string& prefix) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<ObjectMeta> objects, store.List(prefix));
+  int64_t bytes = 0;
+  for (const ObjectMeta& object : objects) bytes += object.size;
+  return bytes;
+}
+
 // bloom.bin and the manifest entry, once the generation table is complete.
 Result<pb::Generation> FinishGeneration(ObjectStore& store, const std::string& prefix,
                                         const std::string& path, uint64_t generation,
@@ -190,11 +199,7 @@ Result<pb::Generation> FinishGeneration(ObjectStore& store, const std::string& p
   BloomFilter bloom = BloomFilter::Build(keys);
   STRATA_RETURN_IF_ERROR(store.Put(prefix + std::string(kBloomObject), bloom.Serialize()));
 
-  // Everything under the generation's directory is its files (manifests, data, index,
-  // bloom filter).
-  STRATA_ASSIGN_OR_RETURN(std::vector<ObjectMeta> objects, store.List(prefix));
-  int64_t bytes = 0;
-  for (const ObjectMeta& object : objects) bytes += object.size;
+  STRATA_ASSIGN_OR_RETURN(const int64_t bytes, GenerationBytes(store, prefix));
 
   pb::Generation entry;
   entry.set_generation(generation);
@@ -352,9 +357,7 @@ Result<pb::Generation> RecodeGeneration(const std::shared_ptr<ObjectStore>& stor
   const std::string source_prefix = GenerationPrefix(store_prefix, source.shard(), from.path());
   STRATA_RETURN_IF_ERROR(
       store->Copy(source_prefix + std::string(kBloomObject), prefix + std::string(kBloomObject)));
-  STRATA_ASSIGN_OR_RETURN(std::vector<ObjectMeta> objects, store->List(prefix));
-  int64_t bytes = 0;
-  for (const ObjectMeta& object : objects) bytes += object.size;
+  STRATA_ASSIGN_OR_RETURN(const int64_t bytes, GenerationBytes(*store, prefix));
   pb::Generation entry = from;
   entry.set_path(path);
   entry.set_bytes(bytes);

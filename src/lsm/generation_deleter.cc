@@ -34,14 +34,18 @@ void GenerationDeleter::Enqueue(const Uuid& shard, std::vector<std::string> path
     if (stopping_) return;
     const int64_t due = clock_->MonotonicNanos() + std::chrono::nanoseconds(delay_).count();
     for (std::string& path : paths) queue_.push_back(Entry{shard, std::move(path), due});
-    if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+    StartLocked();
   }
   changed_.SignalAll();
 }
 
 void GenerationDeleter::Start() {
   MutexLock lock(mutex_);
-  if (!stopping_ && !thread_.joinable()) thread_ = std::thread([this] { Run(); });
+  if (!stopping_) StartLocked();
+}
+
+void GenerationDeleter::StartLocked() {
+  if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
 }
 
 bool GenerationDeleter::PendingLocked(const Uuid& shard, const std::string& path) const {

@@ -71,6 +71,7 @@ class GenerationDeleter {
   };
 
   void Run();
+  void StartLocked() STRATA_REQUIRES(mutex_);
   bool PendingLocked(const Uuid& shard, const std::string& path) const STRATA_REQUIRES(mutex_);
 
   const std::shared_ptr<ObjectStore> store_;
