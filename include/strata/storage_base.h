@@ -165,12 +165,15 @@ struct StorageBaseOptions {
   bool link_wal_segments = true;
   // Recode each linked generation in the background into table_options' compression and
   // batch sizes (docs/format/lsm.md §6.4), on a thread in the idle scheduling class so that
-  // puts and reads never wait for it for CPU: pending generations then take about 45% of
-  // the disk (the linked WAL bytes are freed generation_delete_delay_seconds after each
-  // recode), but point reads of them decompress and the recode's writes share the disk with
-  // the WAL's (docs/benchmarks.md has the measured trade-off). Off (the default): linked
-  // generations keep the WAL's bytes until merged.
-  bool recode_linked_generations = false;
+  // puts and reads never wait for it for CPU, and only once no put or delete came in for
+  // recode_quiet_seconds (or the generation waited recode_max_delay_seconds) so that its
+  // writes do not share the disk with the WAL's during ingest. Pending generations then take
+  // less than half the disk (the linked WAL bytes are freed generation_delete_delay_seconds
+  // after each recode); docs/benchmarks.md has the measurements. Off: linked generations
+  // keep the WAL's bytes until merged.
+  bool recode_linked_generations = true;
+  double recode_quiet_seconds = 1.0;
+  double recode_max_delay_seconds = 60.0;
   // Metrics go here (null = DefaultMetrics()).
   MetricsRegistry* metrics = nullptr;
   // Time source of the writer (seal stamps, manifest times), merges, deletions and
@@ -427,9 +430,9 @@ class StorageBase {
   // waits generation_delete_delay_seconds first). Merges already running are not waited for.
   void WaitForPendingDeletions() const;
   // Blocks until this handle's writer has recoded every linked generation it published so
-  // far (recode_linked_generations), or gave up on one (logged). Returns at once when no
-  // writer is open. The old directories are then waiting for deletion
-  // (WaitForPendingDeletions).
+  // far (recode_linked_generations), or gave up on one (logged) — after the writes pause for
+  // recode_quiet_seconds, as the recodes wait for that. Returns at once when no writer is
+  // open. The old directories are then waiting for deletion (WaitForPendingDeletions).
   void WaitForRecodes() const;
 
   // --- Deletion ------------------------------------------------------------------------

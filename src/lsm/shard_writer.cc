@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <limits>
 #include <thread>
 #include <utility>
 
@@ -128,14 +129,23 @@ struct ShardWriter::Impl {
   // thread (started with the first one).
   mutable Mutex recode_mu;
   mutable CondVar recode_cv;  // queue, running or stop changed
-  std::deque<uint64_t> recode_queue STRATA_GUARDED_BY(recode_mu);
+  struct QueuedRecode {
+    uint64_t generation;
+    int64_t queued_nanos;  // options.clock's monotonic time
+  };
+  std::deque<QueuedRecode> recode_queue STRATA_GUARDED_BY(recode_mu);
   uint64_t recodes_queued_total STRATA_GUARDED_BY(recode_mu) = 0;  // ever queued
   uint64_t recodes_done_total STRATA_GUARDED_BY(recode_mu) = 0;    // of those, finished
   bool recode_running STRATA_GUARDED_BY(recode_mu) = false;
+  bool recode_waiting STRATA_GUARDED_BY(recode_mu) = false;  // for writes to pause
   bool recode_stop STRATA_GUARDED_BY(recode_mu) = false;
   int64_t generations_recoded STRATA_GUARDED_BY(recode_mu) = 0;
   std::thread recoder STRATA_GUARDED_BY(recode_mu);
   std::atomic<bool> cancel_recode{false};  // set by Close: the recode under way stops
+  // Puts and deletes under way, and when the last one returned (options.clock's monotonic
+  // time; none yet: min), for the recoder's quiet period.
+  std::atomic<int> writes_in_flight{0};
+  std::atomic<int64_t> last_write_nanos{std::numeric_limits<int64_t>::min()};
 
   Mutex close_mu;
   bool close_done STRATA_GUARDED_BY(close_mu) = false;
@@ -258,6 +268,7 @@ struct ShardWriter::Impl {
   // Appends one WAL record whose on_durable inserts `batches` into the active memtable.
   Status AppendDurable(WalRecordKind kind, const Buffer& payload,
                        const std::vector<RecordBatch>& batches, bool tombstone) {
+    const WriteInFlight in_flight(*this);
     STRATA_RETURN_IF_ERROR(WaitForRoom());
     Result<pb::WalPosition> appended =
         wal->AppendView(kind, payload.view(), [&](const pb::WalPosition& end) {
@@ -283,6 +294,28 @@ struct ShardWriter::Impl {
     MaybeSealFull();
     return Status::OK();
   }
+
+  // Marks a put or delete under way for the recoder (RecodeCancelled).
+  class WriteInFlight {
+   public:
+    explicit WriteInFlight(Impl& impl) : impl_(impl) {
+      if (Tracked()) impl_.writes_in_flight.fetch_add(1);
+    }
+    ~WriteInFlight() {
+      if (!Tracked()) return;
+      impl_.last_write_nanos.store(impl_.options.clock->MonotonicNanos());
+      impl_.writes_in_flight.fetch_sub(1);
+    }
+    WriteInFlight(const WriteInFlight&) = delete;
+    WriteInFlight& operator=(const WriteInFlight&) = delete;
+
+   private:
+    bool Tracked() const {
+      return impl_.options.recode_linked_generations &&
+             impl_.options.recode_quiet_period.count() > 0;
+    }
+    Impl& impl_;
+  };
 
   // The tombstone rows of `keys`: the key column and nulls elsewhere.
   Result<RecordBatch> TombstoneBatch(const Array& keys) const {
@@ -448,7 +481,7 @@ struct ShardWriter::Impl {
     if (!options.recode_linked_generations) return;
     MutexLock lock(recode_mu);
     if (recode_stop) return;
-    recode_queue.push_back(g);
+    recode_queue.push_back({g, options.clock->MonotonicNanos()});
     ++recodes_queued_total;
     if (!recoder.joinable()) recoder = std::thread([this] { RecoderLoop(); });
     recode_cv.SignalAll();
@@ -464,14 +497,14 @@ struct ShardWriter::Impl {
     for (;;) {
       while (!recode_stop && recode_queue.empty()) recode_cv.Wait(recode_mu);
       if (recode_stop) break;
-      const uint64_t g = recode_queue.front();
+      const QueuedRecode next = recode_queue.front();
       recode_queue.pop_front();
       recode_running = true;
       recode_mu.Unlock();
-      Result<bool> recoded = RecodeOne(g);
+      Result<bool> recoded = RecodeOne(next);
       if (!recoded.ok() && !cancel_recode.load()) {
         LogWarning("shard {}: recoding generation {} failed (its linked files stay in use): {}",
-                   shard.ToString(), g, recoded.status().ToString());
+                   shard.ToString(), next.generation, recoded.status().ToString());
       }
       recode_mu.Lock();
       recode_running = false;
@@ -491,7 +524,11 @@ struct ShardWriter::Impl {
   // Recodes generation `g` when the latest manifest lists it as linked, and publishes the
   // recode. True when published; false when there was nothing to do (already recoded,
   // drained) or the generation was drained while it was recoded.
-  Result<bool> RecodeOne(uint64_t g) {
+  Result<bool> RecodeOne(const QueuedRecode& queued) {
+    const uint64_t g = queued.generation;
+    if (RecodeCancelled(queued)) {
+      return fenced.load() ? FencedStatus() : Status::Aborted("recode cancelled");
+    }
     STRATA_ASSIGN_OR_RETURN(pb::ShardManifest latest, manifests.ReadLatest());
     if (latest.writer_epoch() != epoch) return FencedStatus();
     const pb::Generation* listed = nullptr;
@@ -508,10 +545,10 @@ struct ShardWriter::Impl {
     }
     std::string path = NewGenerationPath(g, options.recode_options.random);
     while (path == entry.path()) path = NewGenerationPath(g, options.recode_options.random);
-    auto cancelled = [this] { return cancel_recode.load() || fenced.load(); };
+    auto cancelled = [&] { return RecodeCancelled(queued); };
     Result<pb::Generation> recoded =
         RecodeGeneration(store, prefix, **source, path, options.recode_options, cancelled);
-    if (recoded.ok() && cancelled())
+    if (recoded.ok() && (cancel_recode.load() || fenced.load()))
       recoded = Status::Aborted("recode cancelled before publishing");
     if (!recoded.ok()) {
       // A merge that drained the generation meanwhile deletes its files: nothing to recode.
@@ -542,6 +579,36 @@ struct ShardWriter::Impl {
     Retire({entry.path()});
     if (options.generations_recoded != nullptr) options.generations_recoded->Increment();
     return true;
+  }
+
+  // Checked before a recode and between its batches: waits while writes arrive (the
+  // options' quiet period and maximum delay), then whether Close or a fence stops the recode.
+  // Waits in slices of at most 50 ms so that Close never waits long for the recoder.
+  bool RecodeCancelled(const QueuedRecode& queued) {
+    const int64_t quiet = std::chrono::nanoseconds(options.recode_quiet_period).count();
+    const int64_t deadline =
+        queued.queued_nanos + std::chrono::nanoseconds(options.recode_max_delay).count();
+    for (;;) {
+      if (cancel_recode.load() || fenced.load()) break;
+      if (quiet <= 0) break;
+      const int64_t now = options.clock->MonotonicNanos();
+      const int64_t last = last_write_nanos.load();
+      int64_t quiet_left = last > now - quiet ? last + quiet - now : 0;
+      if (writes_in_flight.load() > 0) quiet_left = quiet;
+      const int64_t wait = std::min(quiet_left, deadline - now);
+      if (wait <= 0) break;
+      SetRecodeWaiting(true);
+      options.clock->SleepFor(std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::nanoseconds(std::min<int64_t>(wait, 50'000'000)) +
+          std::chrono::microseconds(1)));
+    }
+    SetRecodeWaiting(false);
+    return cancel_recode.load() || fenced.load();
+  }
+
+  void SetRecodeWaiting(bool waiting) {
+    MutexLock lock(recode_mu);
+    recode_waiting = waiting;
   }
 
   enum class Where { kOld, kNew, kGone, kUnknown };
@@ -958,6 +1025,7 @@ ShardWriterStats ShardWriter::stats() const {
     MutexLock recode_lock(d.recode_mu);
     s.generations_recoded = d.generations_recoded;
     s.recodes_queued = static_cast<int64_t>(d.recode_queue.size()) + (d.recode_running ? 1 : 0);
+    s.recode_waiting_for_quiet = d.recode_waiting;
   }
   MutexLock lock(d.mu);
   s.active_rows = d.active->rows();

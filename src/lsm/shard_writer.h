@@ -13,6 +13,7 @@
 // publication, stop the flusher, close the WAL). Destruction closes, dropping errors.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -53,6 +54,13 @@ struct ShardWriterOptions {
   bool recode_linked_generations = false;
   // Its `random`, when set, must be thread safe: the recoder draws from it beside the flusher.
   table::TableOptions recode_options;
+  // While writes arrive the recoder waits: it starts a recode, and goes on between the
+  // batches of one, only when no put or delete is under way and none returned within
+  // `recode_quiet_period` of `clock` time, or when the generation has waited
+  // `recode_max_delay` since it was queued (sustained ingest then shares the disk with the
+  // recode). Zero quiet period: no waiting.
+  std::chrono::milliseconds recode_quiet_period{0};
+  std::chrono::milliseconds recode_max_delay{std::chrono::seconds(60)};
   // Receives generation directories of this shard that the manifest no longer lists — the
   // old directory of each published recode, and a copy a recode could not publish — for the
   // caller to delete after a delay (readers that listed an old one may still read it) on a
@@ -74,8 +82,9 @@ struct ShardWriterStats {
   int64_t unflushed_bytes = 0;
   int64_t replayed_records = 0;  // at open
   int64_t generations_published = 0;
-  int64_t generations_recoded = 0;  // recodes published
-  int64_t recodes_queued = 0;       // waiting or running
+  int64_t generations_recoded = 0;        // recodes published
+  int64_t recodes_queued = 0;             // waiting or running
+  bool recode_waiting_for_quiet = false;  // the recoder waits while writes arrive
 };
 
 class ShardWriter {
@@ -107,7 +116,8 @@ class ShardWriter {
   Result<SealOutcome> Seal(bool wait);
   // Blocks until every generation queued for recoding before the call is recoded, or given
   // up on (a recode that fails is logged and left to the shard's next writer), or the writer
-  // closes. Close cancels a recode under way between batches and before it publishes; the
+  // closes; the recodes themselves wait for the writes to pause (recode_quiet_period). Close
+  // cancels a recode under way between batches and before it publishes; the
   // rest of a step (finishing a data file, the manifest write) runs to its end at the
   // recoder's idle priority, which Close waits for.
   void WaitForRecodes() const;

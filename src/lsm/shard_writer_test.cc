@@ -509,6 +509,52 @@ TEST_P(ShardWriterTest, CloseDuringARecodeLeavesEveryDirectoryListedOrRetired) {
             ListedPaths(manifest).size() + static_cast<size_t>(w->stats().generations_recoded));
 }
 
+TEST_P(ShardWriterTest, RecodesWaitWhileWritesArriveUntilAQuietPeriodOrTheirMaximumDelay) {
+  using std::chrono::milliseconds;
+  ManualClock clock(0, ManualClock::SleepMode::kBlockUntilAdvanced);
+  ShardWriterOptions options;
+  options.recode_linked_generations = true;
+  options.max_memtable_rows = 1000;
+  options.max_wal_segment_bytes = 2048;
+  options.recode_quiet_period = milliseconds(1000);
+  options.recode_max_delay = milliseconds(4000);
+  options.clock = &clock;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardWriter> w, OpenWriter(options));
+  for (int i = 0; i < 20; ++i) ASSERT_OK(w->Put({KeyedRows(i * 8, 8)}));
+  ASSERT_OK(w->Seal(true).status());
+  // A put every 0.6 s keeps the recoder waiting, until the generation has waited 4 s.
+  for (int i = 0; i < 6; ++i) {
+    clock.WaitForSleepers(1);
+    ShardWriterStats stats = w->stats();
+    EXPECT_TRUE(stats.recode_waiting_for_quiet) << "at " << i * 600 << " ms";
+    EXPECT_EQ(stats.recodes_queued, 1);
+    EXPECT_EQ(stats.generations_recoded, 0) << "at " << i * 600 << " ms";
+    ASSERT_OK(w->Put({KeyedRows(1000 + i, 1)}));
+    clock.Advance(milliseconds(600));
+  }
+  ASSERT_OK(w->Put({KeyedRows(2000, 1)}));
+  clock.Advance(milliseconds(600));  // 4.2 s: recoded although a put just came in
+  w->WaitForRecodes();
+  EXPECT_EQ(w->stats().generations_recoded, 1);
+  EXPECT_FALSE(w->stats().recode_waiting_for_quiet);
+
+  // Once writes pause for the quiet period, the next linked generation is recoded at once.
+  for (int i = 0; i < 20; ++i) ASSERT_OK(w->Put({KeyedRows(3000 + i * 8, 8)}));
+  ASSERT_OK(w->Seal(true).status());
+  clock.WaitForSleepers(1);
+  EXPECT_TRUE(w->stats().recode_waiting_for_quiet);
+  EXPECT_EQ(w->stats().generations_recoded, 1);
+  clock.Advance(milliseconds(1000));
+  w->WaitForRecodes();
+  EXPECT_EQ(w->stats().generations_recoded, 2);
+  ASSERT_OK(w->Close());
+  pb::ShardManifest manifest;
+  const std::multimap<int64_t, GenRow> rows = ReadGenerations(store_, &manifest);
+  ExpectLiveOnce(rows, 0, 160);
+  ExpectLiveOnce(rows, 3000, 160);
+  for (const pb::Generation& g : manifest.generations()) EXPECT_FALSE(g.linked()) << g.path();
+}
+
 TEST_P(ShardWriterTest, SealTriggersAtMaxMemtableRows) {
   ShardWriterOptions options;
   options.max_memtable_rows = 10;

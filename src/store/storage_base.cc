@@ -131,6 +131,12 @@ std::string StoreLabel(const std::string& prefix) {
   return name.empty() ? std::string("root") : std::string(name);
 }
 
+// Seconds from the options as milliseconds: negative (and NaN) as zero, at most 30 years.
+std::chrono::milliseconds SecondsToMillis(double seconds) {
+  if (!(seconds > 0)) return std::chrono::milliseconds(0);
+  return std::chrono::milliseconds(static_cast<int64_t>(std::min(seconds, 1e9) * 1e3));
+}
+
 }  // namespace
 
 // Column buffers of recoded generations smaller than this stay uncompressed (see GetWriter).
@@ -306,6 +312,8 @@ struct StorageBase::Impl {
     writer_options.generation_options.compression = options.generation_compression;
     writer_options.link_wal_segments = options.link_wal_segments;
     writer_options.recode_linked_generations = options.recode_linked_generations;
+    writer_options.recode_quiet_period = SecondsToMillis(options.recode_quiet_seconds);
+    writer_options.recode_max_delay = SecondsToMillis(options.recode_max_delay_seconds);
     writer_options.recode_options = options.table_options;
     // A point read of a pending generation decodes its key and a few value columns of one
     // batch: a recoded batch keeps those small buffers raw, its text-sized ones compress.
