@@ -130,9 +130,9 @@ class Engine {
 // Factories (each in its own file). `fsync` false gives strata's process-crash durability
 // (the level Lance runs at on a local filesystem).
 std::unique_ptr<Engine> MakeStrataEngine(bool fsync);
-// strata with recode_linked_generations on: the generations W1 links from the WAL are recoded
-// in the background (what the recode buys and costs, beside `strata` in the same run).
-std::unique_ptr<Engine> MakeStrataRecodeEngine();
+// strata with recode_linked_generations off: the generations W1 links from the WAL keep the
+// WAL's bytes until merged (what the recode buys and costs, beside `strata` in the same run).
+std::unique_ptr<Engine> MakeStrataLinkedEngine();
 // "strata" marked for replication, with a follower (export, publish, apply every second)
 // running during W1 and W2; it runs those two only.
 std::unique_ptr<Engine> MakeStrataReplicatedEngine();

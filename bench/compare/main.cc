@@ -38,7 +38,7 @@ const std::vector<std::string> kAllEngines = {"strata",
                                               "strata-generic-json",
                                               "strata-nosync",
                                               "strata-replicated",
-                                              "strata-recode",
+                                              "strata-linked",
                                               "sqlite",
                                               "rocksdb",
                                               "lancedb",
@@ -284,7 +284,7 @@ std::unique_ptr<Engine> MakeEngine(const std::string& label, const Options& o,
   if (label == "strata") return MakeStrataEngine(true);
   if (label == "strata-nosync") return MakeStrataEngine(false);
   if (label == "strata-replicated") return MakeStrataReplicatedEngine();
-  if (label == "strata-recode") return MakeStrataRecodeEngine();
+  if (label == "strata-linked") return MakeStrataLinkedEngine();
   if (label == "strata-generic") return MakeStrataGenericEngine(/*json=*/false);
   if (label == "strata-generic-json") return MakeStrataGenericEngine(/*json=*/true);
   if (label == "sqlite") return MakeSqliteEngine();

@@ -245,20 +245,20 @@ class StrataEngine final : public Engine {
   // `generic`: through a GenericStore; `json`: its writes as JSON Lines through Add rather
   // than Arrow batches through AddBatches.
   // `replicated`: marked for replication, with a Follower during W1 and W2.
-  // `recode`: recode_linked_generations on (the linked generations W1 seals are recoded in
-  // the background, docs/format/lsm.md §6.4).
-  StrataEngine(bool fsync, bool generic, bool json, bool replicated = false, bool recode = false)
+  // `linked`: recode_linked_generations off (the generations W1 seals by linking WAL
+  // segments keep them until merged, docs/format/lsm.md §6.3 and §6.4).
+  StrataEngine(bool fsync, bool generic, bool json, bool replicated = false, bool linked = false)
       : fsync_(fsync),
         generic_mode_(generic),
         json_(generic && json),
         replicated_(replicated && !generic),
-        recode_(recode),
+        linked_(linked),
         schema_(BenchSchema()) {}
 
   std::string name() const override {
     if (generic_mode_) return json_ ? "strata-generic-json" : "strata-generic";
     if (replicated_) return "strata-replicated";
-    if (recode_) return "strata-recode";
+    if (linked_) return "strata-linked";
     return fsync_ ? "strata" : "strata-nosync";
   }
 
@@ -295,7 +295,8 @@ class StrataEngine final : public Engine {
                "merge_after_generations={} (no merges during ingest; W7 merges), "
                "merge_max_generations={}, merge_max_bytes={} MiB; "
                "generation_delete_delay_seconds={}; link_wal_segments={}, "
-               "recode_linked_generations={} (in the background at idle priority); "
+               "recode_linked_generations={} (in the background at idle priority, once puts "
+               "pause for {} s or after {} s); "
                "pending_generations_warn={}, "
                "pending_generations_max={}; table: compression={}, max_rows_per_fragment={}, "
                "max_bytes_per_fragment={} MiB, max_rows_per_batch={}, max_bytes_per_batch={} KiB, "
@@ -305,8 +306,8 @@ class StrataEngine final : public Engine {
                fsync_, LocalObjectStoreOptions{}.mmap_threshold, o.max_memtable_rows,
                o.max_memtable_bytes >> 20, o.max_unflushed_bytes >> 20, o.merge_after_generations,
                o.merge_max_generations, o.merge_max_bytes >> 20, o.generation_delete_delay_seconds,
-               o.link_wal_segments, o.recode_linked_generations, o.pending_generations_warn,
-               o.pending_generations_max,
+               o.link_wal_segments, o.recode_linked_generations, o.recode_quiet_seconds,
+               o.recode_max_delay_seconds, o.pending_generations_warn, o.pending_generations_max,
                t.compression == ipc::Compression::kZstd ? "zstd" : "other", t.max_rows_per_fragment,
                t.max_bytes_per_fragment >> 20, t.max_rows_per_batch, t.max_bytes_per_batch >> 10,
                t.cache_bytes >> 20, kMaxCompactions);
@@ -390,10 +391,11 @@ class StrataEngine final : public Engine {
                 : std::string(generic_ ? "AddBatches" : "Puts"),
           data.sizes.batch_rows, put_seconds,
           static_cast<double>(r.rows) / std::max(put_seconds, 1e-9) / 1e3, flush_seconds, pending,
-          recode_ ? fmt::format("; then, untimed: background recode of the linked "
-                                "generations finished and their WAL bytes deleted {:.2f} s later",
-                                settle_seconds)
-                  : std::string(),
+          Options("").recode_linked_generations
+              ? fmt::format("; then, untimed: background recode of the linked "
+                            "generations finished and their WAL bytes deleted {:.2f} s later",
+                            settle_seconds)
+              : std::string(),
           follower);
       return r;
     });
@@ -1156,7 +1158,7 @@ class StrataEngine final : public Engine {
     o.max_memtable_bytes = int64_t{256} << 20;
     o.max_unflushed_bytes = int64_t{1} << 30;
     o.merge_after_generations = 0;
-    o.recode_linked_generations = recode_;
+    o.recode_linked_generations = !linked_;
     return o;
   }
 
@@ -1171,7 +1173,7 @@ class StrataEngine final : public Engine {
   const bool generic_mode_;
   const bool json_;
   const bool replicated_;
-  const bool recode_;
+  const bool linked_;
   std::unique_ptr<Follower> follower_;  // strata-replicated, during W1
   const SchemaPtr schema_;
   std::shared_ptr<ObjectStore> objects_;
@@ -1193,9 +1195,9 @@ std::unique_ptr<Engine> MakeStrataReplicatedEngine() {
                                         /*replicated=*/true);
 }
 
-std::unique_ptr<Engine> MakeStrataRecodeEngine() {
+std::unique_ptr<Engine> MakeStrataLinkedEngine() {
   return std::make_unique<StrataEngine>(/*fsync=*/true, /*generic=*/false, /*json=*/false,
-                                        /*replicated=*/false, /*recode=*/true);
+                                        /*replicated=*/false, /*linked=*/true);
 }
 
 std::unique_ptr<Engine> MakeStrataGenericEngine(bool json) {
