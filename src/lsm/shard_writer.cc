@@ -591,10 +591,12 @@ struct ShardWriter::Impl {
     for (;;) {
       if (cancel_recode.load() || fenced.load()) break;
       if (quiet <= 0) break;
+      // In flight first: a write that returns between the two reads has stamped its end.
+      const bool writing = writes_in_flight.load() > 0;
       const int64_t now = options.clock->MonotonicNanos();
       const int64_t last = last_write_nanos.load();
       int64_t quiet_left = last > now - quiet ? last + quiet - now : 0;
-      if (writes_in_flight.load() > 0) quiet_left = quiet;
+      if (writing) quiet_left = quiet;
       const int64_t wait = std::min(quiet_left, deadline - now);
       if (wait <= 0) break;
       SetRecodeWaiting(true);
@@ -889,6 +891,12 @@ Result<std::shared_ptr<ShardWriter>> ShardWriter::Open(std::shared_ptr<ObjectSto
         "max_wal_segment_bytes must be positive");
   }
   if (options.clock == nullptr) options.clock = SystemClock();
+  // Nanoseconds of clock time stay far from overflow (30 years at most).
+  constexpr std::chrono::milliseconds kLongestWait = std::chrono::hours(24 * 365 * 30);
+  options.recode_quiet_period =
+      std::clamp(options.recode_quiet_period, std::chrono::milliseconds(0), kLongestWait);
+  options.recode_max_delay =
+      std::clamp(options.recode_max_delay, std::chrono::milliseconds(0), kLongestWait);
 
   auto impl = std::make_unique<Impl>(std::move(store), std::move(store_prefix), shard,
                                      std::move(schema), key_column, options);

@@ -582,6 +582,7 @@ TEST_F(StorageBaseTest, ALongLivedReaderSeesEveryChangeWhileLinkedGenerationsAre
   RunReaderModel([&](StorageBaseOptions& options) {
     options.max_wal_segment_bytes = 1024;
     options.recode_linked_generations = true;
+    options.recode_quiet_seconds = 0;  // recode between the puts, while the reader reads
     // Retired directories outlive the reads that listed them (a read retries three times).
     options.generation_delete_delay_seconds = 1;
     options.metrics = &registry;
@@ -606,6 +607,7 @@ TEST_F(StorageBaseTest, ARecodeBetweenAMergesPrepareAndCommitLeavesNoDirectoryBe
   StorageBaseOptions options;
   options.max_wal_segment_bytes = 1024;
   options.recode_linked_generations = true;
+  options.recode_quiet_seconds = 0;
   options.generation_delete_delay_seconds = 0;
   ASSERT_OK_AND_ASSIGN(auto base, OpenBase(options, hooked));
   std::vector<std::tuple<std::string, std::string, int64_t>> rows;
@@ -650,6 +652,7 @@ TEST_F(StorageBaseTest, RecodedGenerationsReadTheSameAndFreeTheLinkedBytes) {
   options.metrics = &registry;
   options.max_wal_segment_bytes = 4096;
   options.recode_linked_generations = true;
+  options.recode_quiet_seconds = 0;
   options.generation_delete_delay_seconds = 0;
   ASSERT_OK_AND_ASSIGN(auto base, OpenBase(options));
   std::map<std::string, std::pair<std::string, int64_t>> expected;

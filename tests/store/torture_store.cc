@@ -382,6 +382,9 @@ StorageBaseOptions TortureBaseOptions(const std::string& shard) {
   // Small segments: seals of 2 KiB and more link the WAL into the generation, so kills
   // land in linked seals too.
   options.max_wal_segment_bytes = 16 << 10;
+  // Recodes of those linked generations run between the puts too, so kills land in them.
+  options.recode_linked_generations = true;
+  options.recode_quiet_seconds = 0;
   return options;
 }
 
