@@ -252,8 +252,11 @@ class Session : public std::enable_shared_from_this<Session> {
     header_parser_.reset();
     body_parser_->body_limit(admission.body_limit);
     ReserveForBody();
+    // An HTTP/1.0 client cannot expect an interim response: its expectation is ignored
+    // (RFC 9110 §10.1.1).
     const std::string_view expect = request_.Header("expect");
-    if (beast::iequals(beast::string_view(expect.data(), expect.size()), "100-continue")) {
+    if (body_parser_->get().version() >= 11 &&
+        beast::iequals(beast::string_view(expect.data(), expect.size()), "100-continue")) {
       auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
       http::async_write(stream_, *cont,
                         [self = shared_from_this(), cont](beast::error_code wec, size_t) {
@@ -335,7 +338,10 @@ class Session : public std::enable_shared_from_this<Session> {
       Finish(PlainError(408, "REQUEST_TIMEOUT", "request body idle timeout"));
       return;
     }
-    if (ec && ec.category() == http::make_error_code(http::error::bad_chunk).category()) {
+    // The connection ended before the body did: the client went away (below), not a
+    // malformed body.
+    if (ec && ec != http::error::partial_message &&
+        ec.category() == http::make_error_code(http::error::bad_chunk).category()) {
       // A malformed body (bad chunk framing, ...): nothing was handled.
       keep_alive_ = false;
       Finish(PlainError(400, "INVALID_REQUEST",

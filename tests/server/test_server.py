@@ -120,6 +120,42 @@ def test_stalled_body_gets_408_and_progressing_body_succeeds(tmp_path):
         assert s.stop() == 0
 
 
+def read_head(sock, data=b""):
+    """Reads from `sock` until `data` holds a whole response head; returns (head, rest)."""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, data
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head, rest
+
+
+def test_expect_100_continue_gets_an_interim_response_over_http_1_1_only(server):
+    server.post("/api/v1/rollouts", {"name": "c"})
+    body = b'{"records": [{"id": "a", "rollout_id": "r"}]}'
+    head = (b"POST /api/v1/rollouts/c/records?flush=1 HTTP/1.1\r\nHost: x\r\n"
+            b"Expect: 100-continue\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body))
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    try:
+        sock.sendall(head)
+        interim, rest = read_head(sock)
+        assert interim.startswith(b"HTTP/1.1 100 Continue"), interim
+        sock.sendall(body)
+        final, _ = read_head(sock, rest)
+        assert final.startswith(b"HTTP/1.1 201"), final
+    finally:
+        sock.close()
+    # An HTTP/1.0 client's expectation is ignored: the final response comes alone.
+    body = body.replace(b'"a"', b'"b"')
+    head = head.replace(b"HTTP/1.1", b"HTTP/1.0")  # the body's length is unchanged
+    resp = raw_request(server.port, head + body)
+    assert resp.startswith(b"HTTP/1.1 201"), resp[:300]
+    assert b"100 Continue" not in resp
+    ids = {r["id"] for r in server.get("/api/v1/rollouts/c/records").json()["records"]}
+    assert ids == {"a", "b"}
+
+
 def test_client_killed_mid_upload_writes_nothing(server):
     server.post("/api/v1/rollouts", {"name": "k"})
     body = b'{"records": [{"id": "a", "rollout_id": "r"}]}'
@@ -130,6 +166,16 @@ def test_client_killed_mid_upload_writes_nothing(server):
     sock.close()
     # The next request on a fresh connection is answered after the broken one was dropped.
     assert server.get("/api/v1/rollouts/k/records").json()["records"] == []
+    # Counted as the client's going away (499), not as a malformed request (400), once the
+    # server has read the end of that connection.
+    route = 'method="POST",route="/api/v1/rollouts/{name}/records"'
+    deadline = time.monotonic() + 30
+    while True:
+        metrics = server.get("/metrics").body.decode()
+        if "%s,status=" % route in metrics or time.monotonic() > deadline:
+            break
+    assert 'strata_http_requests_total{%s,status="499"} 1' % route in metrics, metrics
+    assert 'strata_http_requests_total{%s,status="400"}' % route not in metrics
 
 
 def test_sigterm_seals_deferred_rows(tmp_path):
