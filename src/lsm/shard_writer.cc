@@ -548,7 +548,7 @@ struct ShardWriter::Impl {
     auto cancelled = [&] { return RecodeCancelled(queued); };
     Result<pb::Generation> recoded =
         RecodeGeneration(store, prefix, **source, path, options.recode_options, cancelled);
-    if (recoded.ok() && (cancel_recode.load() || fenced.load()))
+    if (recoded.ok() && RecodeStopped())
       recoded = Status::Aborted("recode cancelled before publishing");
     if (!recoded.ok()) {
       // A merge that drained the generation meanwhile deletes its files: nothing to recode.
@@ -589,8 +589,7 @@ struct ShardWriter::Impl {
     const int64_t deadline =
         queued.queued_nanos + std::chrono::nanoseconds(options.recode_max_delay).count();
     for (;;) {
-      if (cancel_recode.load() || fenced.load()) break;
-      if (quiet <= 0) break;
+      if (RecodeStopped() || quiet <= 0) break;
       // In flight first: a write that returns between the two reads has stamped its end.
       const bool writing = writes_in_flight.load() > 0;
       const int64_t now = options.clock->MonotonicNanos();
@@ -605,8 +604,11 @@ struct ShardWriter::Impl {
           std::chrono::microseconds(1)));
     }
     SetRecodeWaiting(false);
-    return cancel_recode.load() || fenced.load();
+    return RecodeStopped();
   }
+
+  // Close or a fence stops the recode under way.
+  bool RecodeStopped() const { return cancel_recode.load() || fenced.load(); }
 
   void SetRecodeWaiting(bool waiting) {
     MutexLock lock(recode_mu);
