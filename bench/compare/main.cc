@@ -1,6 +1,7 @@
 // strata-compare: generates the deterministic data set, runs every workload on every engine
 // (rotating which engine goes first), checks the answers and prints one table per workload
 // with the ratio to strata. Usually started through bench/compare/run (README.md).
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <signal.h>
@@ -276,6 +277,10 @@ MachineInfo DescribeMachine() {
   ::gmtime_r(&now, &tm);
   std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S UTC", &tm);
   m.started_utc = text;
+  // tcmalloc when linked in (strata_use_tcmalloc) or preloaded; its C API names it.
+  m.allocator = ::dlsym(RTLD_DEFAULT, "MallocExtension_GetNumericProperty") != nullptr
+                    ? "tcmalloc"
+                    : "glibc malloc";
   return m;
 }
 

@@ -519,8 +519,10 @@ void PrintHeader(const RunReport& report) {
   const MachineInfo& m = report.machine;
   const DatasetSizes& s = report.sizes;
   fmt::print("\n== strata-compare, {}, sizes: {}\n", m.started_utc, report.size_label);
-  fmt::print("machine: {} cores ({}), {:.1f} GiB memory, {}, load average at start {}\n", m.nproc,
-             m.cpu, m.memory_bytes / 1073741824.0, m.kernel, m.load_average);
+  fmt::print(
+      "machine: {} cores ({}), {:.1f} GiB memory, {}, load average at start {}; allocator of "
+      "the in-process engines: {}\n",
+      m.nproc, m.cpu, m.memory_bytes / 1073741824.0, m.kernel, m.load_average, m.allocator);
   fmt::print(
       "floor (this run, in {}): sequential write + fdatasync {} ({:.0f} MiB), page-cache write "
       "{}, fdatasync of a 4 KiB append p50 {:.0f} us, memcpy {}\n",
@@ -626,11 +628,9 @@ Status WriteJsonReport(const RunReport& report, const std::string& path) {
   j["quick"] = report.quick;
   j["dir"] = report.dir;
   j["total_seconds"] = report.total_seconds;
-  j["machine"] = {{"nproc", m.nproc},
-                  {"memory_bytes", m.memory_bytes},
-                  {"cpu", m.cpu},
-                  {"kernel", m.kernel},
-                  {"load_average", m.load_average}};
+  j["machine"] = {
+      {"nproc", m.nproc},   {"memory_bytes", m.memory_bytes}, {"cpu", m.cpu},
+      {"kernel", m.kernel}, {"load_average", m.load_average}, {"allocator", m.allocator}};
   j["floor"] = {{"sync_write_bps", m.disk.sync_write_bps},
                 {"cached_write_bps", m.disk.cached_write_bps},
                 {"fdatasync_4k_p50_us", m.disk.fdatasync_4k_p50_us},

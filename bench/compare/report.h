@@ -23,6 +23,7 @@ struct MachineInfo {
   std::string kernel;  // uname -srm
   std::string started_utc;
   std::string load_average;  // at the start
+  std::string allocator;     // malloc of the in-process engines: "tcmalloc" or "glibc malloc"
   DiskFloor disk;
   int64_t disk_floor_bytes = 0;  // written for the sequential-write floor
   double memcpy_bps = 0;
