@@ -49,6 +49,23 @@ class AppendableObject {
   virtual int64_t size() const = 0;
 };
 
+// A cheap signal that the objects directly under one prefix of a store (its "directory";
+// not the ones in deeper directories) may have changed: made by ObjectStore::Watch.
+// Readers that cache what they read under a prefix (a version chain, a listing) poll it before
+// they trust their copy, instead of sending requests to re-check it.
+class ChangeWatch {
+ public:
+  virtual ~ChangeWatch() = default;
+  // A number that moves whenever an object directly under the prefix may have been created,
+  // replaced, appended to or deleted. Every such change that completed before the call began,
+  // by any thread or process, has moved it when the call returns, so an answer read under the
+  // prefix after an earlier Poll returned the same number is still current. It may move with
+  // no change (false alarms), never stay with one. An error (the directory itself was removed
+  // or replaced) means the watch is of no more use: make a new one, or re-check by requests.
+  // Thread safe.
+  virtual Result<uint64_t> Poll() = 0;
+};
+
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -80,6 +97,13 @@ class ObjectStore {
   // `to` with PutIfAbsent.
   virtual Status Copy(std::string_view from, std::string_view to);
 
+  // Watches the objects directly under `prefix` (ending with '/'; empty for the keys without
+  // a '/'). NotSupported
+  // when this store cannot tell every change as ChangeWatch::Poll promises (the default, and
+  // object stores reached over a network); NotFound when nothing is under the prefix yet on a
+  // store with directories. Callers fall back to re-checking by requests.
+  virtual Result<std::unique_ptr<ChangeWatch>> Watch(std::string_view prefix);
+
   // A human-readable location, e.g. "file:///data/strata" or "memory://".
   virtual std::string Describe() const = 0;
 };
@@ -88,6 +112,8 @@ class ObjectStore {
 Status ValidateObjectKey(std::string_view key);
 // Prefixes may be empty (everything) or end with '/'; otherwise validated like keys.
 Status ValidateObjectPrefix(std::string_view prefix);
+// InvalidArgument unless `prefix` is one ObjectStore::Watch accepts: empty or ending with '/'.
+Status ValidateWatchPrefix(std::string_view prefix);
 
 class RandomSource;  // src/util/clock.h
 
@@ -98,6 +124,12 @@ struct LocalObjectStoreOptions {
   int64_t mmap_threshold = 1 << 20;
   // Draws the store's temporary-file nonce; null = SystemRandom(). Used only while opening.
   RandomSource* random = nullptr;
+  // Offer ObjectStore::Watch through inotify(7) where the file system reports every change
+  // made on this machine (ext4, XFS, Btrfs, tmpfs); other file systems (NFS, FUSE, overlay
+  // and any other) answer NotSupported, so readers re-check by requests. A watch follows a
+  // directory, not its path: moving or replacing a store's directories (or one above them)
+  // under a running process is not seen; reopen the store after doing that.
+  bool watch_changes = true;
 };
 
 // Objects are files under `root` (created if missing): a put writes a temporary file

@@ -378,6 +378,11 @@ class Table {
   // re-check of a version it holds, without loading anything. false when a newer version
   // exists or `version` was cleaned up.
   Result<bool> IsLatestVersion(uint64_t version) const;
+  // A change watch on the table's chain of versions (ObjectStore::Watch): while a poll
+  // returns the count it returned before IsLatestVersion(v) answered true, v is still the
+  // newest version. NotSupported when the store cannot watch; the caller then asks
+  // IsLatestVersion each time.
+  Result<std::unique_ptr<ChangeWatch>> WatchVersions() const;
   // A read-only handle on `version` (time travel). NotFound when it does not exist or was
   // cleaned up.
   Result<std::shared_ptr<Table>> Checkout(uint64_t version) const;

@@ -292,6 +292,18 @@ class FileObjectStore final : public ObjectStore {
     return deleted;
   }
 
+  Result<std::unique_ptr<ChangeWatch>> Watch(std::string_view prefix) override {
+    STRATA_RETURN_IF_ERROR(ValidateWatchPrefix(prefix));
+    if (!options_.watch_changes) {
+      return Status::NotSupported(
+          fmt::format("{}: watching for changes is off (watch_changes)", Describe()));
+    }
+    if (prefix.empty()) return fs_->WatchDir(root_);
+    const std::string_view dir = prefix.substr(0, prefix.size() - 1);
+    STRATA_RETURN_IF_ERROR(CheckKey(dir));
+    return fs_->WatchDir(PathOf(dir));
+  }
+
   std::string Describe() const override { return "file://" + root_; }
 
  private:

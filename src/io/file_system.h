@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "strata/buffer.h"
+#include "strata/object_store.h"
 #include "strata/status.h"
 
 namespace strata::io {
@@ -145,6 +146,13 @@ class FileSystem {
       const std::string& dir) {
     (void)dir;
     return std::optional<std::vector<FileEntry>>();
+  }
+
+  // Watches the entries of the directory at `path` (ObjectStore::Watch, ChangeWatch::Poll),
+  // opened without following symbolic links. NotFound when it is missing; NotSupported when
+  // this file system cannot tell every change (the default).
+  virtual Result<std::unique_ptr<ChangeWatch>> WatchDir(const std::string& path) {
+    return Status::NotSupported("cannot watch '" + path + "' for changes on this file system");
   }
 
   // Replaces the contents of the file at `path` with `data` (not atomically: create or

@@ -15,6 +15,12 @@
 namespace strata {
 namespace {
 
+// The directory part of a key: everything up to its last '/', kept ("a/b/" for "a/b/c").
+std::string_view DirOf(std::string_view key) {
+  const size_t slash = key.rfind('/');
+  return slash == std::string_view::npos ? std::string_view() : key.substr(0, slash + 1);
+}
+
 class MemoryObjectStore final : public ObjectStore,
                                 public std::enable_shared_from_this<MemoryObjectStore> {
  public:
@@ -56,6 +62,7 @@ class MemoryObjectStore final : public ObjectStore,
     Buffer copy = Buffer::Copy(data);  // outside the lock
     MutexLock lock(mu_);
     objects_.insert_or_assign(std::string(key), std::move(copy));
+    Changed(key);
     return Status::OK();
   }
 
@@ -66,6 +73,7 @@ class MemoryObjectStore final : public ObjectStore,
     if (!objects_.try_emplace(std::string(key), std::move(copy)).second) {
       return Status::AlreadyExists(fmt::format("object '{}' already exists in memory://", key));
     }
+    Changed(key);
     return Status::OK();
   }
 
@@ -88,6 +96,7 @@ class MemoryObjectStore final : public ObjectStore,
     auto it = objects_.find(key);
     if (it == objects_.end()) return NotFound(key);
     objects_.erase(it);
+    Changed(key);
     return Status::OK();
   }
 
@@ -98,6 +107,7 @@ class MemoryObjectStore final : public ObjectStore,
     auto last = first;
     int64_t count = 0;
     while (last != objects_.end() && last->first.compare(0, prefix.size(), prefix) == 0) {
+      Changed(last->first);
       ++last;
       ++count;
     }
@@ -105,10 +115,27 @@ class MemoryObjectStore final : public ObjectStore,
     return count;
   }
 
+  Result<std::unique_ptr<ChangeWatch>> Watch(std::string_view prefix) override;
+
   std::string Describe() const override { return "memory://"; }
 
  private:
   friend class MemoryAppendableObject;
+  friend class MemoryChangeWatch;
+
+  // Moves the change count of `key`'s directory (ChangeWatch::Poll).
+  void Changed(std::string_view key) STRATA_REQUIRES(mu_) {
+    const std::string_view dir = DirOf(key);
+    auto it = changes_.find(dir);
+    if (it == changes_.end()) it = changes_.emplace(std::string(dir), 0).first;
+    ++it->second;
+  }
+
+  uint64_t ChangesOf(std::string_view dir) STRATA_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    auto it = changes_.find(dir);
+    return it == changes_.end() ? 0 : it->second;
+  }
 
   // The bytes of an object being appended to: a block that only grows. Bytes below the
   // published size are never written again, so Buffers handed out by Get stay valid and
@@ -137,7 +164,10 @@ class MemoryObjectStore final : public ObjectStore,
     }
     if (!data.empty()) std::memcpy(state.block.get() + state.size, data.data(), data.size());
     state.size = needed;
-    if (named) it->second = Buffer(state.block.get(), state.size, state.block);
+    if (named) {
+      it->second = Buffer(state.block.get(), state.size, state.block);
+      Changed(key);
+    }
   }
 
   static Status NotFound(std::string_view key) {
@@ -146,6 +176,22 @@ class MemoryObjectStore final : public ObjectStore,
 
   Mutex mu_;
   std::map<std::string, Buffer, std::less<>> objects_ STRATA_GUARDED_BY(mu_);
+  // Changes per directory of keys (DirOf), counted by every mutation under mu_.
+  std::map<std::string, uint64_t, std::less<>> changes_ STRATA_GUARDED_BY(mu_);
+};
+
+// Polls the change count of one directory of a memory store: exact, since every mutation
+// counts under the store's mutex.
+class MemoryChangeWatch final : public ChangeWatch {
+ public:
+  MemoryChangeWatch(std::shared_ptr<MemoryObjectStore> store, std::string dir)
+      : store_(std::move(store)), dir_(std::move(dir)) {}
+
+  Result<uint64_t> Poll() override { return store_->ChangesOf(dir_); }
+
+ private:
+  const std::shared_ptr<MemoryObjectStore> store_;
+  const std::string dir_;
 };
 
 class MemoryAppendableObject final : public AppendableObject {
@@ -192,9 +238,16 @@ Result<std::unique_ptr<AppendableObject>> MemoryObjectStore::CreateAppendable(
     if (!objects_.try_emplace(std::string(key), Buffer(state.block.get(), 0, state.block)).second) {
       return Status::AlreadyExists(fmt::format("object '{}' already exists in memory://", key));
     }
+    Changed(key);
   }
   return std::unique_ptr<AppendableObject>(std::make_unique<MemoryAppendableObject>(
       shared_from_this(), std::string(key), std::move(state)));
+}
+
+Result<std::unique_ptr<ChangeWatch>> MemoryObjectStore::Watch(std::string_view prefix) {
+  STRATA_RETURN_IF_ERROR(ValidateWatchPrefix(prefix));
+  return std::unique_ptr<ChangeWatch>(
+      std::make_unique<MemoryChangeWatch>(shared_from_this(), std::string(prefix)));
 }
 
 }  // namespace

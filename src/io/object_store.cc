@@ -49,6 +49,19 @@ Status ObjectStore::Copy(std::string_view from, std::string_view to) {
   return PutIfAbsent(to, bytes.view());
 }
 
+Status ValidateWatchPrefix(std::string_view prefix) {
+  if (!prefix.empty() && prefix.back() != '/') {
+    return Status::InvalidArgument(
+        fmt::format("watched prefix '{}' must be a directory: empty or ending with '/'", prefix));
+  }
+  return ValidateObjectPrefix(prefix);
+}
+
+Result<std::unique_ptr<ChangeWatch>> ObjectStore::Watch(std::string_view prefix) {
+  STRATA_RETURN_IF_ERROR(ValidateWatchPrefix(prefix));
+  return Status::NotSupported(fmt::format("{} cannot watch '{}' for changes", Describe(), prefix));
+}
+
 Result<bool> ObjectStore::Exists(std::string_view key) {
   Result<ObjectMeta> meta = Head(key);
   if (meta.ok()) return true;

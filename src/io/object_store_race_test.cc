@@ -160,5 +160,36 @@ TEST(PutIfAbsentProcessRaceTest, TwoProcessesEachKeyHasExactlyOneWinnerAndNoTorn
   EXPECT_EQ(files->size(), static_cast<size_t>(kKeys));
 }
 
+// A change made by another process moves a local change watch's count before that process's
+// put returns: a reader polling afterwards always sees it.
+TEST(ChangeWatchProcessTest, APutByAnotherProcessMovesTheCount) {
+  strata::testing::TempDir dir("watch-process");
+  const std::string root = (dir / "store").string();
+  Result<std::shared_ptr<ObjectStore>> store = OpenLocalObjectStore(root);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::string key = strata::testing::RaceKey(0);
+  const std::string prefix = key.substr(0, key.rfind('/') + 1);
+  ASSERT_TRUE((*store)->Put(prefix + "seed", "x").ok());
+  Result<std::unique_ptr<ChangeWatch>> watch = (*store)->Watch(prefix);
+  if (watch.status().IsNotSupported()) GTEST_SKIP() << watch.status();
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  Result<uint64_t> before = (*watch)->Poll();
+  ASSERT_TRUE(before.ok()) << before.status();
+  int start[2];
+  ASSERT_EQ(::pipe2(start, O_CLOEXEC), 0);
+  const pid_t pid =
+      SpawnRacer(start[0], {root, "other", "1", (dir / "other.wins").string(), "nosync"});
+  ASSERT_GT(pid, 0) << "cannot start " << STRATA_IO_PUT_RACE_HELPER;
+  ::close(start[0]);
+  ::close(start[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "writer status " << status;
+  ASSERT_EQ(ReadWins((dir / "other.wins").string()), std::vector<int>{0});
+  Result<uint64_t> after = (*watch)->Poll();
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_NE(*after, *before);
+}
+
 }  // namespace
 }  // namespace strata

@@ -2,8 +2,11 @@
 // local files, memory, and the file store over the in-memory file system.
 #include "strata/object_store.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <memory>
@@ -13,6 +16,7 @@
 
 #include "io/file_object_store.h"
 #include "io/memory_file_system.h"
+#include "support/status_assertions.h"
 #include "support/temp_dir.h"
 
 namespace strata {
@@ -339,6 +343,119 @@ TEST_P(ObjectStoreTest, AppendableCallsAfterCloseFail) {
   EXPECT_TRUE((*log)->Sync().IsInvalidArgument());
   EXPECT_EQ((*log)->size(), 4);
   EXPECT_EQ(GetString("c/log"), "data");
+}
+
+// A change watch's count moves with every change directly under its prefix, and stays put
+// while nothing there changes (what lets a reader skip its re-check requests).
+TEST_P(ObjectStoreTest, WatchCountsEveryChangeDirectlyUnderItsPrefix) {
+  EXPECT_TRUE(store_->Watch("d").status().IsInvalidArgument());
+  EXPECT_TRUE(store_->Watch("../").status().IsInvalidArgument());
+  ASSERT_OK(store_->Put("d/a", "1"));
+  Result<std::unique_ptr<ChangeWatch>> made = store_->Watch("d/");
+  if (GetParam() == "file_over_memory_fs") {  // no kernel to tell it changes
+    EXPECT_TRUE(made.status().IsNotSupported()) << made.status();
+    return;
+  }
+  if (made.status().IsNotSupported()) GTEST_SKIP() << made.status();  // e.g. NFS
+  ASSERT_OK(made.status());
+  ChangeWatch& watch = **made;
+  ASSERT_OK_AND_ASSIGN(uint64_t count, watch.Poll());
+  auto moved = [&](std::string_view what) {
+    Result<uint64_t> now = watch.Poll();
+    EXPECT_TRUE(now.ok()) << what << ": " << now.status();
+    const bool changed = now.ok() && *now != count;
+    if (now.ok()) count = *now;
+    return changed;
+  };
+  EXPECT_FALSE(moved("nothing"));
+  ASSERT_OK(store_->Put("other/x", "1"));
+  EXPECT_FALSE(moved("a put elsewhere"));
+  EXPECT_TRUE(store_->Watch("missing/").status().IsNotFound() || GetParam() == "memory");
+
+  {  // a second watch on the same directory, gone again: the first one still counts
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<ChangeWatch> second, store_->Watch("d/"));
+    ASSERT_OK(second->Poll().status());
+  }
+  ASSERT_OK(store_->Put("d/b", "1"));
+  EXPECT_TRUE(moved("a put"));
+  ASSERT_OK(store_->Put("d/a", "2"));
+  EXPECT_TRUE(moved("a put replacing"));
+  ASSERT_OK(store_->PutIfAbsent("d/c", "1"));
+  EXPECT_TRUE(moved("a put-if-absent"));
+  EXPECT_TRUE(store_->PutIfAbsent("d/c", "2").IsAlreadyExists());
+  ASSERT_OK(store_->Copy("d/a", "d/e"));
+  EXPECT_TRUE(moved("a copy"));
+  ASSERT_OK(store_->Delete("d/b"));
+  EXPECT_TRUE(moved("a delete"));
+  ASSERT_OK_AND_ASSIGN(auto log, store_->CreateAppendable("d/log"));
+  EXPECT_TRUE(moved("an appendable object"));
+  ASSERT_OK(log->Append("more"));
+  EXPECT_TRUE(moved("an append"));
+  ASSERT_OK(log->Close());
+  EXPECT_FALSE(moved("nothing again"));
+
+  // Gone with its directory: a local watch ends, the memory one counts the deletes.
+  ASSERT_OK(store_->DeletePrefix("d/").status());
+  Result<uint64_t> after = watch.Poll();
+  if (GetParam() == "memory") {
+    ASSERT_OK(after.status());
+    EXPECT_NE(*after, count);
+  } else {
+    EXPECT_TRUE(after.status().IsNotFound()) << after.status();
+  }
+}
+
+// A watch follows the directory it was made on: one removed and made again under the same
+// path (while something still holds the old one, which delays the kernel's report of its
+// removal) ends the watch rather than leaving it on the old directory, silent.
+TEST(LocalObjectStoreWatchTest, EndsWhenItsDirectoryIsRemovedAndMadeAgainWhileHeld) {
+  strata::testing::TempDir temp("watch-replaced");
+  ASSERT_OK_AND_ASSIGN(auto store, OpenLocalObjectStore((temp / "store").string()));
+  ASSERT_OK(store->Put("d/a", "1"));
+  Result<std::unique_ptr<ChangeWatch>> watch = store->Watch("d/");
+  if (watch.status().IsNotSupported()) GTEST_SKIP() << watch.status();
+  ASSERT_OK(watch.status());
+  ASSERT_OK((*watch)->Poll().status());
+  const std::string dir = (temp / "store" / "d").string();
+  const int held = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_OK(store->DeletePrefix("d/").status());
+  ASSERT_OK(store->Put("d/a", "2"));
+  EXPECT_TRUE((*watch)->Poll().status().IsNotFound());
+  ::close(held);
+  // A new watch on the new directory counts again.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ChangeWatch> fresh, store->Watch("d/"));
+  ASSERT_OK_AND_ASSIGN(uint64_t count, fresh->Poll());
+  ASSERT_OK(store->Put("d/b", "1"));
+  ASSERT_OK_AND_ASSIGN(uint64_t after, fresh->Poll());
+  EXPECT_NE(after, count);
+}
+
+// tmpfs (/dev/shm) is among the file systems that are watched.
+TEST(LocalObjectStoreWatchTest, WatchesOnTmpfs) {
+  if (!std::filesystem::is_directory("/dev/shm")) GTEST_SKIP() << "no /dev/shm";
+  const std::string root = fmt::format("/dev/shm/strata-watch-{}", ::getpid());
+  struct Remove {
+    std::string root;
+    ~Remove() { std::filesystem::remove_all(root); }
+  } remove{root};
+  ASSERT_OK_AND_ASSIGN(auto store, OpenLocalObjectStore(root));
+  ASSERT_OK(store->Put("d/a", "1"));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ChangeWatch> watch, store->Watch("d/"));
+  ASSERT_OK_AND_ASSIGN(uint64_t count, watch->Poll());
+  ASSERT_OK(store->Put("d/b", "1"));
+  ASSERT_OK_AND_ASSIGN(uint64_t after, watch->Poll());
+  EXPECT_NE(after, count);
+}
+
+// With watch_changes off the local store does not offer watches.
+TEST(LocalObjectStoreWatchTest, OffWhenTheOptionSaysSo) {
+  strata::testing::TempDir temp("watch-off");
+  LocalObjectStoreOptions options;
+  options.watch_changes = false;
+  ASSERT_OK_AND_ASSIGN(auto store, OpenLocalObjectStore((temp / "store").string(), options));
+  ASSERT_OK(store->Put("d/a", "1"));
+  EXPECT_TRUE(store->Watch("d/").status().IsNotSupported());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllStores, ObjectStoreTest,

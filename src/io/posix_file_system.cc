@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "io/file_system.h"
+#include "io/inotify_watch.h"
 
 namespace strata::io {
 namespace {
@@ -381,6 +382,10 @@ class PosixFileSystemImpl final : public FileSystem {
         RetryOnEintr([&] { return ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
     if (fd < 0) return ErrnoStatus("open directory", dir, errno);
     return ListOpenDirectory(fd, dir);
+  }
+
+  Result<std::unique_ptr<ChangeWatch>> WatchDir(const std::string& path) override {
+    return WatchDirectory(path);
   }
 
   Result<std::optional<std::vector<FileEntry>>> ListFilesWithoutLinks(

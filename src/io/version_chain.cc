@@ -2,6 +2,8 @@
 // from the start of the chain, and jittered backoff.
 #include "io/version_chain.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 
@@ -82,6 +84,39 @@ Result<bool> IsLatestVersion(ObjectStore& store, const VersionChainLayout& layou
   if (next_exists) return false;
   if (ReadVersionHint(store, layout.hint_key) > version) return false;
   return store.Exists(layout.version_key(version));
+}
+
+namespace {
+
+// The sum of two watches' counts: it moves whenever either one's does.
+class SumChangeWatch final : public ChangeWatch {
+ public:
+  SumChangeWatch(std::unique_ptr<ChangeWatch> a, std::unique_ptr<ChangeWatch> b)
+      : a_(std::move(a)), b_(std::move(b)) {}
+
+  Result<uint64_t> Poll() override {
+    STRATA_ASSIGN_OR_RETURN(uint64_t a, a_->Poll());
+    STRATA_ASSIGN_OR_RETURN(uint64_t b, b_->Poll());
+    return a + b;
+  }
+
+ private:
+  const std::unique_ptr<ChangeWatch> a_;
+  const std::unique_ptr<ChangeWatch> b_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ChangeWatch>> WatchVersionChain(ObjectStore& store,
+                                                       const VersionChainLayout& layout) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ChangeWatch> versions, store.Watch(layout.versions_dir));
+  const size_t slash = layout.hint_key.rfind('/');
+  const std::string hint_dir =
+      slash == std::string::npos ? std::string() : layout.hint_key.substr(0, slash + 1);
+  if (hint_dir == layout.versions_dir) return versions;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ChangeWatch> hint, store.Watch(hint_dir));
+  return std::unique_ptr<ChangeWatch>(
+      std::make_unique<SumChangeWatch>(std::move(versions), std::move(hint)));
 }
 
 Result<int64_t> DeleteVersionsBefore(ObjectStore& store, const VersionChainLayout& layout,

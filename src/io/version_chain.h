@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -82,6 +83,14 @@ Result<LatestVersion> FindLatestVersionAndHint(ObjectStore& store, const Version
 // probes forward and the listing: false sends the caller to FindLatestVersion.
 Result<bool> IsLatestVersion(ObjectStore& store, const VersionChainLayout& layout,
                              uint64_t version);
+
+// Watches the chain (ObjectStore::Watch of versions_dir, and of the hint's directory when the
+// hint lives outside it; the count is their sum): while a poll returns the count it returned
+// before an IsLatestVersion(version) answered true, that answer still holds, as nothing was
+// created or deleted among the versions and the hint was not rewritten. NotSupported (or
+// NotFound) as ObjectStore::Watch: re-check by requests then.
+Result<std::unique_ptr<ChangeWatch>> WatchVersionChain(ObjectStore& store,
+                                                       const VersionChainLayout& layout);
 
 // Deletes every version below `keep_from`, oldest first, from one listing; stops at the first
 // failure (a version that is already gone is not one), so that the chain never has a hole

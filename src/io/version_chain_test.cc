@@ -171,6 +171,28 @@ TEST_F(VersionChainTest, ChainWhoseStartWasDeletedIsFoundByListing) {
   EXPECT_EQ(store_.lists, 1);
 }
 
+// A chain whose hint lives outside its versions' directory (a table's does): its watch moves
+// when either changes, the hint alone included.
+TEST(VersionChainWatchTest, MovesWhenAVersionOrAHintOutsideTheirDirectoryChanges) {
+  std::shared_ptr<ObjectStore> store = NewMemoryObjectStore();
+  VersionChainLayout layout = Layout();
+  layout.hint_key = "t/_hint";  // beside "t/v/", not in it
+  ASSERT_OK(store->PutIfAbsent(layout.version_key(1), "version"));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ChangeWatch> watch, WatchVersionChain(*store, layout));
+  ASSERT_OK_AND_ASSIGN(uint64_t count, watch->Poll());
+  ASSERT_OK_AND_ASSIGN(uint64_t again, watch->Poll());
+  EXPECT_EQ(again, count);
+  ASSERT_OK(store->Put(layout.hint_key, "7"));
+  ASSERT_OK_AND_ASSIGN(uint64_t after_hint, watch->Poll());
+  EXPECT_NE(after_hint, count);
+  ASSERT_OK(store->PutIfAbsent(layout.version_key(2), "version"));
+  ASSERT_OK_AND_ASSIGN(uint64_t after_version, watch->Poll());
+  EXPECT_NE(after_version, after_hint);
+  ASSERT_OK(store->Put("t/v2/other", "x"));  // neither directory
+  ASSERT_OK_AND_ASSIGN(uint64_t after_other, watch->Poll());
+  EXPECT_EQ(after_other, after_version);
+}
+
 TEST_F(VersionChainTest, DeleteVersionsBeforeKeepsTheRestAndIgnoresOtherObjects) {
   WriteChain(3, 9);
   SetHint("9");

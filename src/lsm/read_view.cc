@@ -77,11 +77,11 @@ Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<ta
   if (scope == ReadScope::kBase) return out;
 
   if (memtables) out.view.memtables = memtables();
-  STRATA_ASSIGN_OR_RETURN(std::vector<Uuid> shards, ListShards(*store_, prefix_));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const std::vector<Uuid>> shards, Shards());
   int64_t total = 0;
   bool covers = true;
   std::vector<std::shared_ptr<Generation>> gens;
-  for (const Uuid& shard : shards) {
+  for (const Uuid& shard : *shards) {
     STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const pb::ShardManifest> manifest,
                             LatestShardManifest(shard));
     if (manifest == nullptr) continue;
@@ -117,7 +117,7 @@ Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<ta
     return Status::Unavailable(fmt::format(
         "{}: {} generations pending merge across {} shards (cap {}); retry after the merge "
         "catches up",
-        kPendingGenerationsExceededPrefix, total, shards.size(), limits_.max));
+        kPendingGenerationsExceededPrefix, total, shards->size(), limits_.max));
   }
   SortNewestFirst(gens);
   out.view.generations = std::move(gens);
@@ -125,17 +125,93 @@ Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<ta
   return out;
 }
 
+template <typename T>
+std::optional<ReadViewSource::Polled> ReadViewSource::Poll(Watched<T>& slot,
+                                                           const MakeWatch& make) const {
+  std::shared_ptr<ChangeWatch> watch;
+  {
+    MutexLock lock(cache_mutex_);
+    if (slot.unsupported) return std::nullopt;
+    watch = slot.watch;
+  }
+  if (watch == nullptr) {
+    Result<std::unique_ptr<ChangeWatch>> made = make();
+    MutexLock lock(cache_mutex_);
+    if (!made.ok()) {
+      // NotFound (the directory is not there yet) may pass: try again on the next view.
+      if (made.status().IsNotSupported()) slot.unsupported = true;
+      return std::nullopt;
+    }
+    if (slot.watch == nullptr) {
+      slot.watch = std::move(*made);
+      slot.count.reset();
+    }
+    watch = slot.watch;
+  }
+  Result<uint64_t> count = watch->Poll();
+  if (!count.ok()) {  // the watch ended: a new one on the next view
+    MutexLock lock(cache_mutex_);
+    if (slot.watch == watch) {
+      slot.watch.reset();
+      slot.count.reset();
+    }
+    return std::nullopt;
+  }
+  return Polled{std::move(watch), *count};
+}
+
+template <typename T>
+bool ReadViewSource::Vouched(const Watched<T>& slot, const std::optional<Polled>& polled) const {
+  return slot.answer != nullptr && polled.has_value() && slot.watch == polled->watch &&
+         slot.count == polled->count;
+}
+
+template <typename T, typename Newer>
+void ReadViewSource::Store(Watched<T>& slot, T answer, const std::optional<Polled>& polled,
+                           Newer newer) const {
+  const bool counted = polled.has_value() && slot.watch == polled->watch;
+  // Concurrent views may finish in any order: keep the answer confirmed after the latest
+  // poll, or else the newest. Either still stands while its count does.
+  if (slot.answer != nullptr &&
+      (!newer(answer, slot.answer) ||
+       (counted && slot.count.has_value() && *slot.count > polled->count))) {
+    if (!newer(slot.answer, answer) && counted &&
+        (!slot.count.has_value() || *slot.count < polled->count)) {
+      slot.count = polled->count;  // the same answer, confirmed again
+    }
+    return;
+  }
+  slot.answer = std::move(answer);
+  slot.count = counted ? std::optional<uint64_t>(polled->count) : std::nullopt;
+}
+
 Status ReadViewSource::LatestBase(std::shared_ptr<table::Table>* base,
                                   Watermarks* watermarks) const {
+  Watched<std::shared_ptr<table::Table>>* slot = nullptr;
+  {
+    MutexLock lock(cache_mutex_);
+    slot = &cache_.base;
+  }
+  const std::optional<Polled> polled = Poll(*slot, [&] { return base_->WatchVersions(); });
   std::shared_ptr<table::Table> cached;
   {
     MutexLock lock(cache_mutex_);
-    cached = cache_.base;
+    cached = cache_.base.answer;
     *watermarks = cache_.watermarks;
+    if (Vouched(cache_.base, polled)) {
+      *base = std::move(cached);
+      return Status::OK();
+    }
   }
+  const auto newer = [](const std::shared_ptr<table::Table>& a,
+                        const std::shared_ptr<table::Table>& b) {
+    return a->version() > b->version();
+  };
   if (cached != nullptr) {
     STRATA_ASSIGN_OR_RETURN(bool latest, base_->IsLatestVersion(cached->version()));
     if (latest) {
+      MutexLock lock(cache_mutex_);
+      Store(cache_.base, cached, polled, newer);
       *base = std::move(cached);
       return Status::OK();
     }
@@ -145,42 +221,91 @@ Status ReadViewSource::LatestBase(std::shared_ptr<table::Table>* base,
   STRATA_ASSIGN_OR_RETURN(*watermarks, ReadWatermarks(pinned->metadata()));
   {
     MutexLock lock(cache_mutex_);
-    // Concurrent views may refresh in any order: keep the newest.
-    if (cache_.base == nullptr || cache_.base->version() < pinned->version()) {
-      cache_.base = pinned;
-      cache_.watermarks = *watermarks;
-    }
+    Store(cache_.base, pinned, polled, newer);
+    if (cache_.base.answer == pinned) cache_.watermarks = *watermarks;
   }
   *base = std::move(pinned);
   return Status::OK();
 }
 
+Result<std::shared_ptr<const std::vector<Uuid>>> ReadViewSource::Shards() const {
+  Watched<std::shared_ptr<const std::vector<Uuid>>>* slot = nullptr;
+  {
+    MutexLock lock(cache_mutex_);
+    slot = &cache_.shards;
+  }
+  const std::optional<Polled> polled =
+      Poll(*slot, [&] { return WatchShardRegistry(*store_, prefix_); });
+  {
+    MutexLock lock(cache_mutex_);
+    if (Vouched(cache_.shards, polled)) return cache_.shards.answer;
+  }
+  STRATA_ASSIGN_OR_RETURN(std::vector<Uuid> listed, ListShards(*store_, prefix_));
+  auto shards = std::make_shared<const std::vector<Uuid>>(std::move(listed));
+  MutexLock lock(cache_mutex_);
+  // Listings carry no order: the one confirmed last stands.
+  Store(cache_.shards, shards, polled, [](const auto&, const auto&) { return true; });
+  // Forget shards no longer registered, with their watches.
+  std::erase_if(cache_.manifests, [&](const auto& entry) {
+    return !std::binary_search(shards->begin(), shards->end(), entry.first);
+  });
+  return shards;
+}
+
 Result<std::shared_ptr<const pb::ShardManifest>> ReadViewSource::LatestShardManifest(
     const Uuid& shard) const {
+  std::shared_ptr<Watched<std::shared_ptr<const pb::ShardManifest>>> slot;
+  {
+    MutexLock lock(cache_mutex_);
+    std::shared_ptr<Watched<std::shared_ptr<const pb::ShardManifest>>>& entry =
+        cache_.manifests[shard];
+    if (entry == nullptr)
+      entry = std::make_shared<Watched<std::shared_ptr<const pb::ShardManifest>>>();
+    slot = entry;
+  }
+  const ShardManifestStore chain(store_, prefix_, shard);
+  const std::optional<Polled> polled = Poll(*slot, [&] { return chain.Watch(); });
   std::shared_ptr<const pb::ShardManifest> cached;
   {
     MutexLock lock(cache_mutex_);
-    auto it = cache_.manifests.find(shard);
-    if (it != cache_.manifests.end()) cached = it->second;
+    if (Vouched(*slot, polled)) return slot->answer;
+    cached = slot->answer;
   }
+  const auto newer = [](const std::shared_ptr<const pb::ShardManifest>& a,
+                        const std::shared_ptr<const pb::ShardManifest>& b) {
+    return a->version() > b->version();
+  };
   if (cached != nullptr) {
-    STRATA_ASSIGN_OR_RETURN(bool latest,
-                            ShardManifestStore(store_, prefix_, shard).IsLatest(cached->version()));
-    if (latest) return cached;
+    STRATA_ASSIGN_OR_RETURN(bool latest, chain.IsLatest(cached->version()));
+    if (latest) {
+      MutexLock lock(cache_mutex_);
+      Store(*slot, cached, polled, newer);
+      return cached;
+    }
   }
   STRATA_ASSIGN_OR_RETURN(std::optional<pb::ShardManifest> read,
                           LatestManifest(store_, prefix_, shard));
   if (!read.has_value()) return std::shared_ptr<const pb::ShardManifest>();
   auto manifest = std::make_shared<const pb::ShardManifest>(std::move(*read));
   MutexLock lock(cache_mutex_);
-  std::shared_ptr<const pb::ShardManifest>& slot = cache_.manifests[shard];
-  if (slot == nullptr || slot->version() < manifest->version()) slot = manifest;
+  Store(*slot, manifest, polled, newer);
   return manifest;
 }
 
 Result<bool> ReadViewSource::StillConsistent(const ReadView& view) const {
   if (view.pinned || view.covers_pending) return true;
-  // The common case, in two probes: nothing was committed since the view's version.
+  // The common case: nothing was committed since the view's version, as the base chain's
+  // watch tells without a request, or else two probes.
+  Watched<std::shared_ptr<table::Table>>* slot = nullptr;
+  {
+    MutexLock lock(cache_mutex_);
+    slot = &cache_.base;
+  }
+  const std::optional<Polled> polled = Poll(*slot, [&] { return base_->WatchVersions(); });
+  {
+    MutexLock lock(cache_mutex_);
+    if (Vouched(*slot, polled) && slot->answer->version() == view.base_version) return true;
+  }
   STRATA_ASSIGN_OR_RETURN(bool unchanged, base_->IsLatestVersion(view.base_version));
   if (unchanged) return true;
   STRATA_ASSIGN_OR_RETURN(uint64_t latest, base_->LatestVersion());
@@ -198,9 +323,9 @@ Status ReadViewSource::RetriesExhausted(const Status& last) const {
 }
 
 Result<PendingSummary> ReadViewSource::SummarizePending(const Watermarks& watermarks) const {
-  STRATA_ASSIGN_OR_RETURN(std::vector<Uuid> shards, ListShards(*store_, prefix_));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const std::vector<Uuid>> shards, Shards());
   PendingSummary out;
-  for (const Uuid& shard : shards) {
+  for (const Uuid& shard : *shards) {
     STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const pb::ShardManifest> manifest,
                             LatestShardManifest(shard));
     if (manifest == nullptr) continue;

@@ -28,17 +28,22 @@
 // drain pays for the re-check.
 //
 // Cost: a source keeps the newest base version and each shard's newest manifest it has read
-// (decoded, with the base's watermarks), and a view re-checks them (io::IsLatestVersion: the
-// next version is missing, the hint names none later, the cached one is still there) instead
-// of reading and decoding them again; only what changed is read. The re-check answers as the
+// (decoded, with the base's watermarks), and the shard registry's listing, and a view re-checks
+// them instead of reading and decoding them again; only what changed is read. Where the store
+// can watch a directory (ObjectStore::Watch: a local file system), the re-check is a poll of
+// the directory's change watch: the cached answer stands while nothing under the base's
+// version chain, the registry or the shard's manifest chain changed since a request confirmed
+// it. Elsewhere it is io::IsLatestVersion (the next version is missing, the hint names none
+// later, the cached one is still there) and a listing of the registry. Both answer as the
 // latest-version discovery does, so a view misses no committed merge and no published
-// generation that a fresh discovery would find; the shard registry is listed on every view.
+// generation that a fresh discovery would find.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -167,11 +172,50 @@ class ReadViewSource {
   // The latest manifest of `shard` (null for a registered shard without one yet): the
   // cached one when still the newest.
   Result<std::shared_ptr<const pb::ShardManifest>> LatestShardManifest(const Uuid& shard) const;
+  // The registered shards: the cached listing while the registry's watch vouches for it.
+  Result<std::shared_ptr<const std::vector<Uuid>>> Shards() const;
+
+  // A cached answer about one directory of the store, and the change watch that vouches for
+  // it: the answer stands while a poll of `watch` returns `count`, the watch's count before a
+  // request last confirmed the answer (ChangeWatch::Poll).
+  template <typename T>
+  struct Watched {
+    T answer{};                          // null or empty: none yet
+    std::shared_ptr<ChangeWatch> watch;  // null: none yet, or the last one ended
+    std::optional<uint64_t> count;
+    bool unsupported = false;  // the store cannot watch here: re-check by requests only
+  };
+  // A watch and the count one poll of it returned.
+  struct Polled {
+    std::shared_ptr<ChangeWatch> watch;
+    uint64_t count = 0;
+  };
+  using MakeWatch = std::function<Result<std::unique_ptr<ChangeWatch>>()>;
+
+  // Polls `slot`'s watch, making it with `make` first when there is none; nullopt when there
+  // is no watch (the caller re-checks by requests).
+  template <typename T>
+  std::optional<Polled> Poll(Watched<T>& slot, const MakeWatch& make) const
+      STRATA_EXCLUDES(cache_mutex_);
+  // Whether `slot` (a part of cache_) holds an answer its watch vouches for at `polled`.
+  template <typename T>
+  bool Vouched(const Watched<T>& slot, const std::optional<Polled>& polled) const
+      STRATA_REQUIRES(cache_mutex_);
+  // Stores `answer` in `slot` (a part of cache_), confirmed by a request made after `polled`,
+  // unless `slot` holds one at least as new (`newer(answer, slot.answer)` false) or one
+  // confirmed after a later poll of the same watch; a confirmation of an answer as new as
+  // the one `slot` holds raises its count.
+  template <typename T, typename Newer>
+  void Store(Watched<T>& slot, T answer, const std::optional<Polled>& polled, Newer newer) const
+      STRATA_REQUIRES(cache_mutex_);
 
   struct Cache {
-    std::shared_ptr<table::Table> base;  // pinned at the newest version read
-    Watermarks watermarks;               // base's
-    std::map<Uuid, std::shared_ptr<const pb::ShardManifest>> manifests;
+    // Pinned at the newest version read, with its watermarks.
+    Watched<std::shared_ptr<table::Table>> base;
+    Watermarks watermarks;
+    Watched<std::shared_ptr<const std::vector<Uuid>>> shards;  // the registry's listing
+    // Shared, so a read keeps its slot while a listing drops shards no longer registered.
+    std::map<Uuid, std::shared_ptr<Watched<std::shared_ptr<const pb::ShardManifest>>>> manifests;
   };
   mutable Mutex cache_mutex_;
   mutable Cache cache_ STRATA_GUARDED_BY(cache_mutex_);

@@ -118,6 +118,10 @@ Result<bool> ShardManifestStore::IsLatest(uint64_t version) const {
   return io::IsLatestVersion(*store_, layout_, version);
 }
 
+Result<std::unique_ptr<ChangeWatch>> ShardManifestStore::Watch() const {
+  return io::WatchVersionChain(*store_, layout_);
+}
+
 Result<std::vector<uint64_t>> ShardManifestStore::ListVersions() const {
   return io::ListVersions(*store_, layout_);
 }
@@ -296,6 +300,11 @@ Result<std::vector<Uuid>> ListShards(ObjectStore& store, std::string_view store_
   std::sort(shards.begin(), shards.end());
   shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
   return shards;
+}
+
+Result<std::unique_ptr<ChangeWatch>> WatchShardRegistry(ObjectStore& store,
+                                                        std::string_view store_prefix) {
+  return store.Watch(fmt::format("{}{}", store_prefix, kShardRegistryDir));
 }
 
 }  // namespace strata::lsm

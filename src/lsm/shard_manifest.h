@@ -57,6 +57,8 @@ class ShardManifestStore {
   // Whether `version` is still the newest version (io::IsLatestVersion): the re-check of a
   // manifest a reader cached, without reading or decoding it again.
   Result<bool> IsLatest(uint64_t version) const;
+  // A change watch on the chain (io::WatchVersionChain), vouching for IsLatest's answers.
+  Result<std::unique_ptr<ChangeWatch>> Watch() const;
   // Every version the chain holds, ascending (a listing; for verification).
   Result<std::vector<uint64_t>> ListVersions() const;
   // The version the latest-version hint names; 0 when it is missing or unreadable.
@@ -117,5 +119,9 @@ inline constexpr uint64_t kRetainedShardManifestVersions = 8;
 
 // Every registered shard of the store at `store_prefix`, sorted.
 Result<std::vector<Uuid>> ListShards(ObjectStore& store, std::string_view store_prefix);
+// A change watch on the shard registry (ObjectStore::Watch): while a poll returns the count
+// it returned before a ListShards, that listing is current.
+Result<std::unique_ptr<ChangeWatch>> WatchShardRegistry(ObjectStore& store,
+                                                        std::string_view store_prefix);
 
 }  // namespace strata::lsm

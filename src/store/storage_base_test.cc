@@ -574,6 +574,15 @@ TEST_F(StorageBaseTest, ALongLivedReaderSeesEveryPublishedChangeAgainstAModel) {
   RunReaderModel([](StorageBaseOptions&) {});
 }
 
+// The same on a local store that offers no change watches (watch_changes off): every view
+// re-checks its cache by requests, as on object stores that cannot watch.
+TEST_F(StorageBaseTest, ALongLivedReaderSeesEveryPublishedChangeWithoutChangeWatches) {
+  LocalObjectStoreOptions local;
+  local.watch_changes = false;
+  ASSERT_OK_AND_ASSIGN(store_, OpenLocalObjectStore(dir_.str(), local));
+  RunReaderModel([](StorageBaseOptions&) {});
+}
+
 // The same with WAL segments so small that most seals link them, and the writers recoding
 // those generations in the background while the reader reads (and their old directories
 // deleted at once).
@@ -767,6 +776,62 @@ void StorageBaseTest::RunReaderModel(const std::function<void(StorageBaseOptions
   }
   EXPECT_GT(reads, 50);
   for (Writer& writer : writers) writer.handle->WaitForRecodes();
+}
+
+// Forwards change watches too, and counts the requests a view's re-check would send.
+class WatchingCountingStore final : public strata::testing::ForwardingObjectStore {
+ public:
+  using ForwardingObjectStore::ForwardingObjectStore;
+  Result<ObjectMeta> Head(std::string_view key) override {
+    ++requests;
+    return ForwardingObjectStore::Head(key);
+  }
+  Result<std::vector<ObjectMeta>> List(std::string_view prefix) override {
+    ++requests;
+    return ForwardingObjectStore::List(prefix);
+  }
+  Result<Buffer> Get(std::string_view key) override {
+    if (key.find("hint") != std::string_view::npos) ++requests;
+    return ForwardingObjectStore::Get(key);
+  }
+  Result<std::unique_ptr<ChangeWatch>> Watch(std::string_view prefix) override {
+    return base().Watch(prefix);
+  }
+  std::atomic<int> requests{0};
+};
+
+// While the change watches say nothing changed, a reader's cached view costs no request (no
+// probe of the base chain, no listing of the shard registry, no probe of a shard's chain);
+// a publication by another handle is seen by the very next read.
+TEST_F(StorageBaseTest, ACachedViewSendsNoRequestWhileItsWatchesSeeNoChange) {
+  if (store_->Watch("").status().IsNotSupported()) GTEST_SKIP() << "no change watches here";
+  auto counting = std::make_shared<WatchingCountingStore>(store_);
+  ASSERT_OK_AND_ASSIGN(auto writer, OpenBase());
+  ASSERT_OK(writer->Put({Items({{"k0", "x", 0}})}));
+  ASSERT_OK(writer->Flush().status());
+  ASSERT_OK_AND_ASSIGN(auto reader, OpenBase({.shard_id = "reader"}, counting));
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_OK_AND_ASSIGN(int64_t count, reader->Count());  // sees the publication, caches
+    EXPECT_EQ(count, i);
+    counting->requests = 0;
+    ASSERT_OK_AND_ASSIGN(count, reader->Count());
+    EXPECT_EQ(count, i);
+    ASSERT_OK_AND_ASSIGN(RecordBatch got, reader->GetMany({expr::Scalar::String("k0")}));
+    EXPECT_EQ(got.num_rows(), 1);
+    EXPECT_EQ(counting->requests.load(), 0);
+    // Published through the other handle: the next read sees it.
+    ASSERT_OK(writer->Put({Items({{fmt::format("k{}", i), "x", i}})}));
+    ASSERT_OK(writer->Flush().status());
+  }
+  ASSERT_OK(writer->Cleanup().status());  // a merge: a new base version
+  ASSERT_OK_AND_ASSIGN(int64_t count, reader->Count());
+  EXPECT_EQ(count, 4);
+  // A shard registered after the reader cached the registry's listing.
+  ASSERT_OK_AND_ASSIGN(auto late, OpenBase({.shard_id = "late"}));
+  ASSERT_OK(late->Put({Items({{"late-k", "x", 9}})}));
+  ASSERT_OK(late->Flush().status());
+  ASSERT_OK_AND_ASSIGN(count, reader->Count());
+  EXPECT_EQ(count, 5);
 }
 
 // The cached view's re-check when both version chains moved on past what the reader last

@@ -170,6 +170,10 @@ Result<bool> IsLatestVersion(ObjectStore& store, const std::string& prefix, uint
   return io::IsLatestVersion(store, ChainLayout(prefix), version);
 }
 
+Result<std::unique_ptr<ChangeWatch>> WatchVersions(ObjectStore& store, const std::string& prefix) {
+  return io::WatchVersionChain(store, ChainLayout(prefix));
+}
+
 uint64_t ReadLatestHint(ObjectStore& store, const std::string& prefix) {
   return io::ReadVersionHint(store, prefix + std::string(kLatestHintKey));
 }

@@ -47,6 +47,8 @@ Result<uint64_t> FindLatestVersion(ObjectStore& store, const std::string& prefix
 
 // Whether `version` is still the newest version (io::IsLatestVersion).
 Result<bool> IsLatestVersion(ObjectStore& store, const std::string& prefix, uint64_t version);
+// A change watch on the version chain (io::WatchVersionChain).
+Result<std::unique_ptr<ChangeWatch>> WatchVersions(ObjectStore& store, const std::string& prefix);
 
 // Every version present, ascending (lists "_versions/").
 Result<std::vector<uint64_t>> ListVersionNumbers(ObjectStore& store, const std::string& prefix);

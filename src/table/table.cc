@@ -545,6 +545,10 @@ Result<bool> Table::IsLatestVersion(uint64_t version) const {
   return internal::IsLatestVersion(*impl_->context->store, impl_->context->prefix, version);
 }
 
+Result<std::unique_ptr<ChangeWatch>> Table::WatchVersions() const {
+  return internal::WatchVersions(*impl_->context->store, impl_->context->prefix);
+}
+
 Result<std::shared_ptr<Table>> Table::Checkout(uint64_t version) const {
   STRATA_ASSIGN_OR_RETURN(
       SnapshotPtr snapshot,

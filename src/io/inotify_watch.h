@@ -1,0 +1,35 @@
+// ChangeWatch over inotify(7): the local object store's ObjectStore::Watch.
+//
+// One inotify instance serves the whole process (Linux allows a user only 128 of them by
+// default), with one watch per directory shared by every ChangeWatch on it. Poll drains the
+// instance without blocking and moves the count of each directory an event names; the kernel
+// queues an event before the system call that made the change returns (fsnotify runs inside
+// it), so a change that completed before Poll began is always counted.
+//
+// A watch ends (Poll answers NotFound from then on, and its owner makes a new one) when
+// - its path no longer names the directory it was made on (checked with one stat(2) per
+//   poll: the kernel reports a removed directory only once nothing holds it any more, and a
+//   directory moved away and replaced by another reports nothing),
+// - the kernel ends it (IN_IGNORED, IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT),
+// - the queue overflowed (IN_Q_OVERFLOW: events were lost, so every watch ends), or
+// - the process is a child forked after the instance was made (it shares the parent's queue
+//   and must not read it; it makes no watches either).
+//
+// Only file systems whose every change passes through this kernel are watched: ext2/3/4, XFS,
+// Btrfs and tmpfs. Anything else (NFS, CIFS, FUSE, Ceph, overlay, ...) is NotSupported.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "strata/object_store.h"
+#include "strata/status.h"
+
+namespace strata::io {
+
+// Watches the entries of the directory at `path`, opened without following symbolic links in
+// any component. NotFound when it is missing; NotSupported on other file systems, when /proc
+// or openat2 is unavailable, or when the kernel refuses another inotify instance or watch.
+Result<std::unique_ptr<ChangeWatch>> WatchDirectory(const std::string& path);
+
+}  // namespace strata::io
