@@ -292,7 +292,8 @@ class StrataEngine final : public Engine {
                "key id (utf8); seal_on_put=false (Put durable on return, visible after Flush); "
                "read_own_writes=false; max_memtable_rows={}, max_memtable_bytes={} MiB, "
                "max_unflushed_bytes={} MiB (memtables sealed in the background); "
-               "merge_after_generations={} (no merges during ingest; W7 merges), "
+               "group_commit_wait_micros={}; merge_after_generations={} (no merges during ingest; "
+               "W7 merges), "
                "merge_max_generations={}, merge_max_bytes={} MiB; "
                "generation_delete_delay_seconds={}; link_wal_segments={}, "
                "recode_linked_generations={} (in the background at idle priority, once puts "
@@ -304,10 +305,11 @@ class StrataEngine final : public Engine {
                "default CompactionOptions until nothing to do (at most {}), then "
                "CleanupOldVersions of the base table (older_than=0, keep 1)",
                fsync_, LocalObjectStoreOptions{}.mmap_threshold, o.max_memtable_rows,
-               o.max_memtable_bytes >> 20, o.max_unflushed_bytes >> 20, o.merge_after_generations,
-               o.merge_max_generations, o.merge_max_bytes >> 20, o.generation_delete_delay_seconds,
-               o.link_wal_segments, o.recode_linked_generations, o.recode_quiet_seconds,
-               o.recode_max_delay_seconds, o.pending_generations_warn, o.pending_generations_max,
+               o.max_memtable_bytes >> 20, o.max_unflushed_bytes >> 20, o.group_commit_wait_micros,
+               o.merge_after_generations, o.merge_max_generations, o.merge_max_bytes >> 20,
+               o.generation_delete_delay_seconds, o.link_wal_segments, o.recode_linked_generations,
+               o.recode_quiet_seconds, o.recode_max_delay_seconds, o.pending_generations_warn,
+               o.pending_generations_max,
                t.compression == ipc::Compression::kZstd ? "zstd" : "other", t.max_rows_per_fragment,
                t.max_bytes_per_fragment >> 20, t.max_rows_per_batch, t.max_bytes_per_batch >> 10,
                t.cache_bytes >> 20, kMaxCompactions);

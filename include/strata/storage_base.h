@@ -141,6 +141,13 @@ struct StorageBaseOptions {
   int64_t merge_max_bytes = int64_t{1} << 30;  // 0 = no bound
   std::shared_ptr<MergeBudget> merge_budget;   // process-wide, optional (merge_budget.h)
 
+  // Concurrent puts share a WAL write and sync (group commit). A group's leader waits up to
+  // this long for the writers of the group before it to come back before it writes, so that
+  // N writers putting back to back share one sync instead of alternating between two
+  // half-full groups; the wait ends as soon as they are back, and a writer alone never
+  // waits. 0 = never wait.
+  int64_t group_commit_wait_micros = 200;
+
   // Merged generations' files are deleted this long after their drain, so readers that
   // listed them just before still find them (a read that loses a generation retries).
   // Directories of merged generations left behind by a process that died meanwhile are

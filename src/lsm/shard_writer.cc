@@ -101,6 +101,13 @@ struct ShardWriter::Impl {
 
   // The newest manifest version this writer has seen (fence probes start after it).
   std::atomic<uint64_t> known_version{0};
+  // A change watch on the shard's manifests (ObjectStore::Watch), and its count before the
+  // last fence check that passed: while a poll returns it, nothing was published since, so
+  // the check passes without its probes.
+  Mutex fence_mu;
+  std::unique_ptr<ChangeWatch> fence_watch STRATA_GUARDED_BY(fence_mu);
+  bool fence_watch_unsupported STRATA_GUARDED_BY(fence_mu) = false;
+  std::optional<uint64_t> fence_passed_count STRATA_GUARDED_BY(fence_mu);
   std::atomic<bool> fenced{false};
   std::atomic<bool> closed{false};
 
@@ -183,6 +190,36 @@ struct ShardWriter::Impl {
   // written; when `known` is gone too, the chain moved on and the latest version decides.
   Status CheckFence() {
     if (fenced) return FencedStatus();
+    MutexLock lock(fence_mu);  // one check at a time: the group leader's
+    std::optional<uint64_t> count = PollFenceWatch();
+    if (count.has_value() && fence_passed_count == count) return Status::OK();
+    STRATA_RETURN_IF_ERROR(ProbeFence());
+    fence_passed_count = count;
+    return Status::OK();
+  }
+
+  // The fence watch's count now (made on first use); nullopt without one.
+  std::optional<uint64_t> PollFenceWatch() STRATA_REQUIRES(fence_mu) {
+    if (fence_watch == nullptr && !fence_watch_unsupported) {
+      Result<std::unique_ptr<ChangeWatch>> made = manifests.Watch();
+      if (made.ok()) {
+        fence_watch = std::move(*made);
+        fence_passed_count.reset();
+      } else if (made.status().IsNotSupported()) {
+        fence_watch_unsupported = true;
+      }
+    }
+    if (fence_watch == nullptr) return std::nullopt;
+    Result<uint64_t> count = fence_watch->Poll();
+    if (count.ok()) return *count;
+    fence_watch.reset();  // ended: a new one next time
+    fence_passed_count.reset();
+    return std::nullopt;
+  }
+
+  // The fence check by requests: no manifest past the newest this writer knows, or else the
+  // newest one still names this writer's epoch.
+  Status ProbeFence() {
     const uint64_t known = known_version.load();
     auto missing = [&](uint64_t version) -> Result<bool> {
       Result<ObjectMeta> head = store->Head(ShardManifestKey(prefix, shard, version));
@@ -912,6 +949,7 @@ Result<std::shared_ptr<ShardWriter>> ShardWriter::Open(std::shared_ptr<ObjectSto
 
   WalWriterOptions wal_options;
   wal_options.max_segment_bytes = impl->options.max_wal_segment_bytes;
+  wal_options.group_commit_wait = impl->options.group_commit_wait;
   // Segments double as IPC files when generations may link them; dictionary columns are
   // canonicalized for that (a dictionary nested in another column is not).
   if (impl->options.link_wal_segments && !DictionaryCanon::HasNestedDictionary(*impl->schema)) {

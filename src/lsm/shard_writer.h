@@ -41,6 +41,9 @@ struct ShardWriterOptions {
   // than this many bytes.
   int64_t max_unflushed_bytes = int64_t{1} << 30;
   int64_t max_wal_segment_bytes = int64_t{64} << 20;
+  // How long a WAL group's leader may wait for the writers of the last group to come back
+  // (WalWriterOptions::group_commit_wait). Zero: never wait.
+  std::chrono::microseconds group_commit_wait{0};
   // Seal large memtables without rewriting their rows: the WAL segments (written as Arrow
   // IPC files, format 2) are linked into the generation table. Applies to memtables of at
   // least max_wal_segment_bytes / 8 bytes without tombstones and to schemas without

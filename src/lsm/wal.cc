@@ -273,9 +273,23 @@ struct WalWriter::Impl {
     return Status::OK();
   }
 
+  // A new leader's wait for its group to fill (WalWriterOptions::group_commit_wait): a
+  // real-time wait in CondVar, not a clock's (it bounds a wait that only groups records,
+  // like a lock's spin, and must never hang on a test's manual clock). Arrivals that fill
+  // the queue, RollSegment and Close signal it; a spurious wakeup waits once more.
+  void GatherGroup() STRATA_REQUIRES(mu) {
+    if (options.group_commit_wait.count() <= 0) return;
+    gathering = true;
+    while (queue.size() < last_group_size && lead_waiters == 0 && !closed) {
+      if (!gather_cv.WaitFor(mu, options.group_commit_wait)) break;  // timed out
+    }
+    gathering = false;
+  }
+
   // Waits until no leader runs and takes the role.
   void BecomeLeader() STRATA_REQUIRES(mu) {
     ++lead_waiters;
+    if (gathering) gather_cv.Signal();  // a gathering leader writes now
     while (leader_active) cv.Wait(mu);
     --lead_waiters;
     leader_active = true;
@@ -311,6 +325,11 @@ struct WalWriter::Impl {
   bool leader_active STRATA_GUARDED_BY(mu) = false;
   // Threads in BecomeLeader waiting for the lead.
   int lead_waiters STRATA_GUARDED_BY(mu) = 0;
+  // Records in the last group written, and whether a leader waits for its queue to grow that
+  // long (GatherGroup; signalled by gather_cv).
+  size_t last_group_size STRATA_GUARDED_BY(mu) = 0;
+  bool gathering STRATA_GUARDED_BY(mu) = false;
+  CondVar gather_cv;
   bool closed STRATA_GUARDED_BY(mu) = false;
   pb::WalPosition last_position STRATA_GUARDED_BY(mu);
   // Segments this writer ended with a footer.
@@ -385,6 +404,7 @@ Result<pb::WalPosition> WalWriter::AppendView(
     return Status::InvalidArgument(fmt::format("WAL writer of epoch {} is closed", w.epoch));
   }
   w.queue.push_back(&record);
+  if (w.gathering && w.queue.size() >= w.last_group_size) w.gather_cv.Signal();
   if (w.leader_active) {
     // Another thread leads: wait until it wrote this record or handed this thread the lead.
     w.mu.Unlock();
@@ -395,8 +415,10 @@ Result<pb::WalPosition> WalWriter::AppendView(
   }
   if (record.state.load(std::memory_order_relaxed) != kDone) {
     // Leader: the queue holds this record and everything that arrived since.
+    w.GatherGroup();
     std::vector<PendingRecord*> group(w.queue.begin(), w.queue.end());
     w.queue.clear();
+    w.last_group_size = group.size();
     w.mu.Unlock();
     Status s = w.WriteGroup(group);
     w.mu.Lock();
@@ -458,6 +480,7 @@ Status WalWriter::Close() {
   Impl& w = *impl_;
   w.mu.Lock();
   // Pending Appends finish first: their waiters lead groups until the queue is empty.
+  if (w.gathering) w.gather_cv.Signal();
   while (w.leader_active || !w.queue.empty()) w.cv.Wait(w.mu);
   if (w.closed) {
     w.mu.Unlock();

@@ -34,6 +34,7 @@
 // offset — never skipped.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -68,6 +69,14 @@ struct WalWriterOptions {
   // them is acknowledged. A non-OK status (Fenced) fails every record of the group, so a
   // writer that lost its epoch never acknowledges a write. Must be thread safe.
   std::function<Status()> check_fence;
+  // Group commit gathering. A leader whose queue holds fewer records than the last group had
+  // waits up to this long (real time) for more before it writes, so that writers who just
+  // returned from a group join the next one: with N writers putting back to back, groups
+  // otherwise alternate between k and N - k records, about N / 2 per sync. The wait ends as
+  // soon as the queue is as long as the last group, or when RollSegment or Close waits for
+  // the lead; a group that timed out sets the smaller size to wait for next time, so a lone
+  // writer, or writers that slowed down, wait at most once. Zero: never wait.
+  std::chrono::microseconds group_commit_wait{0};
   // When set, every segment this writer starts is also an Arrow IPC file (segment format 2,
   // docs/format/lsm.md §5.1): it begins with ipc::EncodeFileHeader(*file_schema), and when
   // the writer ends it cleanly (RollSegment, the size limit, Close) it appends

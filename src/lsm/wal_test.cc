@@ -3,6 +3,7 @@
 // store and the local file store. Format 2 (IPC file) segments: wal_file_test.cc.
 #include "lsm/wal.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -351,6 +352,46 @@ TEST_P(WalTest, ConcurrentAppendsAreGroupCommittedAndReplayExactlyOnce) {
   EXPECT_GT(SegmentIds().size(), 1u);
   std::cout << "groups: " << store_->syncs.load() << " for " << kTotal << " records, "
             << SegmentIds().size() << " segments\n";
+}
+
+// Writers that append back to back: with gathering, a leader waits for the writers of the
+// last group to come back, so groups hold (nearly) every writer's record instead of
+// alternating between two partial groups; without it, about two groups per round.
+TEST_P(WalTest, GatheringLetsWritersWhoJustReturnedJoinTheNextGroup) {
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 60;
+  auto run = [&](std::chrono::microseconds wait) -> int64_t {
+    WalWriterOptions options;
+    options.group_commit_wait = wait;
+    const int64_t syncs_before = store_->syncs.load();
+    std::unique_ptr<WalWriter> writer = OpenWriter(wait.count() > 0 ? 2 : 1, 0, options);
+    EXPECT_NE(writer, nullptr);
+    if (writer == nullptr) return -1;
+    std::vector<std::thread> threads;
+    threads.reserve(kThreads);
+    std::atomic<int> failures{0};
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kRounds; ++i) {
+          if (!writer->Append(WalRecordKind::kRows, fmt::format("t{}-{}", t, i)).ok()) ++failures;
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_TRUE(writer->Close().ok());
+    EXPECT_EQ(failures.load(), 0);
+    return store_->syncs.load() - syncs_before;
+  };
+  // A wait far longer than any scheduling hiccup: groups fill whenever every writer comes
+  // back, and only the rounds where writers finish pay for it.
+  const int64_t gathered = run(std::chrono::milliseconds(50));
+  const int64_t alternating = run(std::chrono::microseconds(0));
+  RecordProperty("groups_gathered", static_cast<int>(gathered));
+  RecordProperty("groups_alternating", static_cast<int>(alternating));
+  EXPECT_LE(gathered, kRounds + kRounds / 4) << "alternating: " << alternating;
+  EXPECT_GT(alternating, gathered);
+  // Every record was written once, in both epochs.
+  EXPECT_EQ(ReplayAll(MakeWalPosition(1, 0, 0), 2).size(), size_t{2 * kThreads * kRounds});
 }
 
 TEST_P(WalTest, AFencedGroupFailsEveryRecordAndRunsNoOnDurable) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -308,6 +309,8 @@ struct StorageBase::Impl {
     writer_options.max_memtable_bytes = options.max_memtable_bytes;
     writer_options.max_unflushed_bytes = options.max_unflushed_bytes;
     writer_options.max_wal_segment_bytes = options.max_wal_segment_bytes;
+    writer_options.group_commit_wait = std::chrono::microseconds(
+        std::clamp<int64_t>(options.group_commit_wait_micros, 0, int64_t{60} * 1000 * 1000));
     writer_options.generation_options = options.table_options;
     writer_options.generation_options.compression = options.generation_compression;
     writer_options.link_wal_segments = options.link_wal_segments;
