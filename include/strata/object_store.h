@@ -114,6 +114,9 @@ Status ValidateObjectKey(std::string_view key);
 Status ValidateObjectPrefix(std::string_view prefix);
 // InvalidArgument unless `prefix` is one ObjectStore::Watch accepts: empty or ending with '/'.
 Status ValidateWatchPrefix(std::string_view prefix);
+// The prefix ObjectStore::Watch takes for the directory holding `key`: everything up to and
+// including its last '/' ("a/b/" for "a/b/c", "" for "c").
+std::string_view WatchPrefixOf(std::string_view key);
 
 class RandomSource;  // src/util/clock.h
 

@@ -1,14 +1,11 @@
 // ChangeWatch over one process-wide inotify instance (see inotify_watch.h).
 #include "io/inotify_watch.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/magic.h>
-#include <linux/openat2.h>
 #include <pthread.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -204,33 +201,18 @@ class InotifyChangeWatch final : public ChangeWatch {
 
 }  // namespace
 
-Result<std::unique_ptr<ChangeWatch>> WatchDirectory(const std::string& path) {
-  struct open_how how {};
-  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_NO_SYMLINKS;
-  int fd = -1;
-  do {
-    fd = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof(how)));
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT || err == ENOTDIR) {
-      return Status::NotFound(fmt::format("cannot watch '{}': {}", path, strerrordesc_np(err)));
-    }
-    return NotSupported(path, fmt::format("openat2: {}", strerrordesc_np(err)));
-  }
+Result<std::unique_ptr<ChangeWatch>> WatchDirectory(int dir_fd, const std::string& path) {
   struct statfs fs {};
   struct stat st {};
-  const bool watchable = ::fstatfs(fd, &fs) == 0 && Watchable(fs.f_type) && ::fstat(fd, &st) == 0;
+  const bool watchable =
+      ::fstatfs(dir_fd, &fs) == 0 && Watchable(fs.f_type) && ::fstat(dir_fd, &st) == 0;
   Hub* hub = watchable ? Hub::Get() : nullptr;
-  Result<std::shared_ptr<DirWatch>> watch =
-      hub != nullptr ? hub->Add(fd, path)
-                     : Result<std::shared_ptr<DirWatch>>(NotSupported(
-                           path, watchable ? "no inotify instance" : "not a local file system"));
-  ::close(fd);
-  if (!watch.ok()) return watch.status();
+  if (hub == nullptr) {
+    return NotSupported(path, watchable ? "no inotify instance" : "not a local file system");
+  }
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<DirWatch> watch, hub->Add(dir_fd, path));
   return std::unique_ptr<ChangeWatch>(std::make_unique<InotifyChangeWatch>(
-      hub, std::move(*watch), path, DirIdentity{st.st_dev, st.st_ino}));
+      hub, std::move(watch), path, DirIdentity{st.st_dev, st.st_ino}));
 }
 
 }  // namespace strata::io

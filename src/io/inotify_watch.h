@@ -27,9 +27,10 @@
 
 namespace strata::io {
 
-// Watches the entries of the directory at `path`, opened without following symbolic links in
-// any component. NotFound when it is missing; NotSupported on other file systems, when /proc
-// or openat2 is unavailable, or when the kernel refuses another inotify instance or watch.
-Result<std::unique_ptr<ChangeWatch>> WatchDirectory(const std::string& path);
+// Watches the entries of the directory open at `dir_fd` (any descriptor of it, O_PATH will
+// do; the caller keeps and closes it), whose path is `path`. NotSupported on other file
+// systems, when /proc is unavailable, or when the kernel refuses another inotify instance or
+// watch.
+Result<std::unique_ptr<ChangeWatch>> WatchDirectory(int dir_fd, const std::string& path);
 
 }  // namespace strata::io

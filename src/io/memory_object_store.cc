@@ -15,12 +15,6 @@
 namespace strata {
 namespace {
 
-// The directory part of a key: everything up to its last '/', kept ("a/b/" for "a/b/c").
-std::string_view DirOf(std::string_view key) {
-  const size_t slash = key.rfind('/');
-  return slash == std::string_view::npos ? std::string_view() : key.substr(0, slash + 1);
-}
-
 class MemoryObjectStore final : public ObjectStore,
                                 public std::enable_shared_from_this<MemoryObjectStore> {
  public:
@@ -125,7 +119,7 @@ class MemoryObjectStore final : public ObjectStore,
 
   // Moves the change count of `key`'s directory (ChangeWatch::Poll).
   void Changed(std::string_view key) STRATA_REQUIRES(mu_) {
-    const std::string_view dir = DirOf(key);
+    const std::string_view dir = WatchPrefixOf(key);
     auto it = changes_.find(dir);
     if (it == changes_.end()) it = changes_.emplace(std::string(dir), 0).first;
     ++it->second;
@@ -176,7 +170,7 @@ class MemoryObjectStore final : public ObjectStore,
 
   Mutex mu_;
   std::map<std::string, Buffer, std::less<>> objects_ STRATA_GUARDED_BY(mu_);
-  // Changes per directory of keys (DirOf), counted by every mutation under mu_.
+  // Changes per directory of keys (WatchPrefixOf), counted by every mutation under mu_.
   std::map<std::string, uint64_t, std::less<>> changes_ STRATA_GUARDED_BY(mu_);
 };
 

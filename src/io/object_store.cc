@@ -57,6 +57,11 @@ Status ValidateWatchPrefix(std::string_view prefix) {
   return ValidateObjectPrefix(prefix);
 }
 
+std::string_view WatchPrefixOf(std::string_view key) {
+  const size_t slash = key.rfind('/');
+  return slash == std::string_view::npos ? std::string_view() : key.substr(0, slash + 1);
+}
+
 Result<std::unique_ptr<ChangeWatch>> ObjectStore::Watch(std::string_view prefix) {
   STRATA_RETURN_IF_ERROR(ValidateWatchPrefix(prefix));
   return Status::NotSupported(fmt::format("{} cannot watch '{}' for changes", Describe(), prefix));

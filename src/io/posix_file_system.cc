@@ -385,7 +385,18 @@ class PosixFileSystemImpl final : public FileSystem {
   }
 
   Result<std::unique_ptr<ChangeWatch>> WatchDir(const std::string& path) override {
-    return WatchDirectory(path);
+    Result<int> fd = OpenWithoutLinks(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (!fd.ok() && !fd.status().IsNotFound()) {
+      return Status::NotSupported(
+          fmt::format("cannot watch '{}': {}", path, fd.status().message()));
+    }
+    if (!fd.ok()) return fd.status();
+    if (*fd < 0) {
+      return Status::NotSupported(
+          fmt::format("cannot watch '{}': a symbolic link on the way, or no openat2", path));
+    }
+    const ScopedFd dir(*fd);
+    return WatchDirectory(dir.get(), path);
   }
 
   Result<std::optional<std::vector<FileEntry>>> ListFilesWithoutLinks(

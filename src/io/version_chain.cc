@@ -110,9 +110,7 @@ class SumChangeWatch final : public ChangeWatch {
 Result<std::unique_ptr<ChangeWatch>> WatchVersionChain(ObjectStore& store,
                                                        const VersionChainLayout& layout) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ChangeWatch> versions, store.Watch(layout.versions_dir));
-  const size_t slash = layout.hint_key.rfind('/');
-  const std::string hint_dir =
-      slash == std::string::npos ? std::string() : layout.hint_key.substr(0, slash + 1);
+  const std::string_view hint_dir = WatchPrefixOf(layout.hint_key);
   if (hint_dir == layout.versions_dir) return versions;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ChangeWatch> hint, store.Watch(hint_dir));
   return std::unique_ptr<ChangeWatch>(

@@ -185,14 +185,18 @@ void ReadViewSource::Store(Watched<T>& slot, T answer, const std::optional<Polle
   slot.count = counted ? std::optional<uint64_t>(polled->count) : std::nullopt;
 }
 
-Status ReadViewSource::LatestBase(std::shared_ptr<table::Table>* base,
-                                  Watermarks* watermarks) const {
+std::optional<ReadViewSource::Polled> ReadViewSource::PollBase() const {
   Watched<std::shared_ptr<table::Table>>* slot = nullptr;
   {
     MutexLock lock(cache_mutex_);
     slot = &cache_.base;
   }
-  const std::optional<Polled> polled = Poll(*slot, [&] { return base_->WatchVersions(); });
+  return Poll(*slot, [&] { return base_->WatchVersions(); });
+}
+
+Status ReadViewSource::LatestBase(std::shared_ptr<table::Table>* base,
+                                  Watermarks* watermarks) const {
+  const std::optional<Polled> polled = PollBase();
   std::shared_ptr<table::Table> cached;
   {
     MutexLock lock(cache_mutex_);
@@ -263,8 +267,8 @@ Result<std::shared_ptr<const pb::ShardManifest>> ReadViewSource::LatestShardMani
       entry = std::make_shared<Watched<std::shared_ptr<const pb::ShardManifest>>>();
     slot = entry;
   }
-  const ShardManifestStore chain(store_, prefix_, shard);
-  const std::optional<Polled> polled = Poll(*slot, [&] { return chain.Watch(); });
+  const std::optional<Polled> polled =
+      Poll(*slot, [&] { return ShardManifestStore(store_, prefix_, shard).Watch(); });
   std::shared_ptr<const pb::ShardManifest> cached;
   {
     MutexLock lock(cache_mutex_);
@@ -276,7 +280,8 @@ Result<std::shared_ptr<const pb::ShardManifest>> ReadViewSource::LatestShardMani
     return a->version() > b->version();
   };
   if (cached != nullptr) {
-    STRATA_ASSIGN_OR_RETURN(bool latest, chain.IsLatest(cached->version()));
+    STRATA_ASSIGN_OR_RETURN(bool latest,
+                            ShardManifestStore(store_, prefix_, shard).IsLatest(cached->version()));
     if (latest) {
       MutexLock lock(cache_mutex_);
       Store(*slot, cached, polled, newer);
@@ -296,15 +301,12 @@ Result<bool> ReadViewSource::StillConsistent(const ReadView& view) const {
   if (view.pinned || view.covers_pending) return true;
   // The common case: nothing was committed since the view's version, as the base chain's
   // watch tells without a request, or else two probes.
-  Watched<std::shared_ptr<table::Table>>* slot = nullptr;
+  const std::optional<Polled> polled = PollBase();
   {
     MutexLock lock(cache_mutex_);
-    slot = &cache_.base;
-  }
-  const std::optional<Polled> polled = Poll(*slot, [&] { return base_->WatchVersions(); });
-  {
-    MutexLock lock(cache_mutex_);
-    if (Vouched(*slot, polled) && slot->answer->version() == view.base_version) return true;
+    if (Vouched(cache_.base, polled) && cache_.base.answer->version() == view.base_version) {
+      return true;
+    }
   }
   STRATA_ASSIGN_OR_RETURN(bool unchanged, base_->IsLatestVersion(view.base_version));
   if (unchanged) return true;

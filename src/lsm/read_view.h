@@ -197,6 +197,8 @@ class ReadViewSource {
   template <typename T>
   std::optional<Polled> Poll(Watched<T>& slot, const MakeWatch& make) const
       STRATA_EXCLUDES(cache_mutex_);
+  // Poll of cache_.base's watch (the base table's chain).
+  std::optional<Polled> PollBase() const STRATA_EXCLUDES(cache_mutex_);
   // Whether `slot` (a part of cache_) holds an answer its watch vouches for at `polled`.
   template <typename T>
   bool Vouched(const Watched<T>& slot, const std::optional<Polled>& polled) const
