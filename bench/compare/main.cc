@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -65,6 +66,7 @@ struct Options {
   std::string node_script = "bench/compare/node/peer.mjs";
   bool strict = false;
   bool keep = false;
+  bool cold_scans = false;
 };
 
 Clock::time_point g_start;
@@ -298,6 +300,23 @@ std::unique_ptr<Engine> MakeEngine(const std::string& label, const Options& o,
                         NodePeerOptions{o.node, fs::absolute(o.node_script).string(), data_dir});
 }
 
+// Writes dirty pages back, then drops the clean page cache, so the next read comes from the
+// disk (--cold-scans). Needs root.
+Status DropPageCache() {
+  ::sync();
+  std::ofstream out("/proc/sys/vm/drop_caches");
+  if (out) {
+    out << "1\n";
+    out.flush();
+  }
+  if (!out) {
+    return Status::IOError(
+        fmt::format("could not write /proc/sys/vm/drop_caches ({}); --cold-scans needs root",
+                    std::strerror(errno)));
+  }
+  return Status::OK();
+}
+
 // What each step's run is called on.
 Result<StepResult> RunStep(Engine& engine, const Step& step, const Dataset& data) {
   switch (step.workload) {
@@ -372,6 +391,7 @@ int Run(const Options& o) {
   ::signal(SIGPIPE, SIG_IGN);  // a dead Node peer gives EPIPE, reported with its stderr
   RunReport report;
   report.quick = o.quick;
+  report.cold_scans = o.cold_scans;
   const bool custom = o.rows >= 0 || o.batch_rows >= 0 || o.lookups >= 0 ||
                       o.get_many_batches >= 0 || o.get_many_ids >= 0 || o.puts_per_writer >= 0 ||
                       o.vectors >= 0 || o.vector_dim >= 0 || o.vector_queries >= 0 ||
@@ -407,6 +427,12 @@ int Run(const Options& o) {
     }
   }
 
+  if (o.cold_scans) {
+    if (Status st = DropPageCache(); !st.ok()) {
+      fmt::print(stderr, "strata-compare: {}\n", st.message());
+      return 2;
+    }
+  }
   if (Status st = PrepareDir(o.dir); !st.ok()) {
     fmt::print(stderr, "strata-compare: {}\n", st.message());
     return 2;
@@ -559,6 +585,13 @@ int Run(const Options& o) {
         out.text = "W1 ingest failed, so there is nothing to read";
         continue;
       }
+      if (o.cold_scans &&
+          (step.workload == Workload::kScan || step.workload == Workload::kScanMerged)) {
+        if (Status st = DropPageCache(); !st.ok()) {
+          fmt::print(stderr, "strata-compare: {}\n", st.message());
+          return 1;
+        }
+      }
       Progress("{} {} ...", step.title(), column.label);
       start = Clock::now();
       Result<StepResult> r = RunStep(*handles[e], step, data);
@@ -679,6 +712,9 @@ int main(int argc, char** argv) {
   app.add_flag("--strict", o.strict,
                "also fail when an engine cannot be opened or a workload returns an error");
   app.add_flag("--keep", o.keep, "keep --dir (engines' files and data) after the run");
+  app.add_flag("--cold-scans", o.cold_scans,
+               "write dirty pages back and drop the page cache before each engine's W3 and W3m, "
+               "so every engine scans from the disk (needs root)");
   CLI11_PARSE(app, argc, argv);
   return strata::bench::compare::Run(o);
 }

@@ -541,6 +541,11 @@ void PrintHeader(const RunReport& report) {
       100 * s.overwrite_fraction, s.vectors, s.vector_dim, s.vector_queries, s.top_k,
       s.hybrid_records, s.hybrid_dim, s.hybrid_topics, s.hybrid_queries, s.top_k,
       SqlSpec().queries.size(), s.sql_runs, s.seed);
+  if (report.cold_scans) {
+    fmt::print(
+        "scans: cold (dirty pages written back and the page cache dropped before each engine's "
+        "W3 and W3m)\n");
+  }
   fmt::print("engines:\n");
   for (const EngineColumn& e : report.engines) {
     if (!e.open_error.empty()) {
@@ -626,6 +631,7 @@ Status WriteJsonReport(const RunReport& report, const std::string& path) {
   json j;
   j["started_utc"] = m.started_utc;
   j["quick"] = report.quick;
+  j["cold_scans"] = report.cold_scans;
   j["dir"] = report.dir;
   j["total_seconds"] = report.total_seconds;
   j["machine"] = {

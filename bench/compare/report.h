@@ -70,6 +70,8 @@ struct RunReport {
   double generate_seconds = 0, files_seconds = 0;
   std::string dir, data_dir;
   bool quick = false;
+  // --cold-scans: the page cache was dropped before each engine's W3 and W3m.
+  bool cold_scans = false;
   std::string size_label;  // "full", "--quick", or "custom" when a size was overridden
   MachineInfo machine;
   std::vector<EngineColumn> engines;
