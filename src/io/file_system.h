@@ -163,6 +163,14 @@ class FileSystem {
 // The real file system (POSIX syscalls). Shared, stateless.
 std::shared_ptr<FileSystem> PosixFileSystem();
 
+// Advice only: asks the kernel to start reading, in the background, the file pages behind
+// bytes [offset, offset + length) of `buffer` when the buffer is a file mapping (MapFile), so
+// that touching them later finds them in memory. A reader that knows which scattered ranges
+// of a mapped file it will touch next issues their reads together instead of waiting for
+// each page fault in turn. Returns at once; does nothing useful for other memory.
+// REQUIRES: 0 <= offset <= offset + length <= buffer.size().
+void AdviseWillNeed(const Buffer& buffer, int64_t offset, int64_t length);
+
 // "dir/name"; `name` must be relative. No '/' is doubled.
 std::string JoinPath(std::string_view dir, std::string_view name);
 // Everything before the last '/': "/a/b" -> "/a", "/a" -> "/", "a" -> "".

@@ -515,6 +515,16 @@ class PosixFileSystemImpl final : public FileSystem {
 
 }  // namespace
 
+void AdviseWillNeed(const Buffer& buffer, int64_t offset, int64_t length) {
+  if (length <= 0) return;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(buffer.data() + offset) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(buffer.data() + offset + length);
+  // A mapping starts on a page boundary, so `begin` stays inside it. Failures (memory that is
+  // not mapped from a file) are ignored: this is advice.
+  (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+}
+
 std::shared_ptr<FileSystem> PosixFileSystem() {
   static const std::shared_ptr<FileSystem> fs = std::make_shared<PosixFileSystemImpl>();
   return fs;

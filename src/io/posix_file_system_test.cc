@@ -240,6 +240,31 @@ TEST(PosixFileSystemTest, MapFileKeepsTheMappingExactlyAsLongAsTheBuffer) {
   EXPECT_FALSE(IsMapped(path));
 }
 
+// AdviseWillNeed is advice (its effect, pages read ahead, is not observable without waiting
+// for the disk): any in-bounds range of a mapping or of heap memory, page-aligned or not,
+// leaves the bytes as they were.
+TEST(PosixFileSystemTest, AdviseWillNeedTakesAnyRangeOfAMappingOrOfHeapMemory) {
+  strata::testing::TempDir dir("posix");
+  std::string path = std::filesystem::canonical(dir.path()).string() + "/advised";
+  std::string bytes(size_t{5} << 14, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7);
+  ASSERT_TRUE(PosixFileSystem()->WriteFile(path, bytes, true).ok());
+  Result<Buffer> mapped = PosixFileSystem()->MapFile(path);
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  const Buffer heap = Buffer::Copy(bytes);
+  const int64_t size = static_cast<int64_t>(bytes.size());
+  for (const Buffer& buffer : {*mapped, heap, mapped->Slice(4097, 3 * 4096)}) {
+    for (auto [offset, length] : std::vector<std::pair<int64_t, int64_t>>{
+             {0, 0}, {0, 1}, {1, 4095}, {4095, 2}, {5000, 9000}, {0, buffer.size()}}) {
+      if (offset + length > buffer.size()) continue;
+      AdviseWillNeed(buffer, offset, length);
+    }
+  }
+  AdviseWillNeed(*mapped, size, 0);
+  EXPECT_TRUE(mapped->view() == bytes);
+  EXPECT_TRUE(heap.view() == bytes);
+}
+
 TEST(PosixFileSystemTest, LargeAppendsArriveWholeAndInOrder) {
   // Appends past the writeback chunk (8 MiB) go out in chunks; every byte must land in
   // order, including after a small unaligned append.

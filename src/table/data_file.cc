@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "io/file_system.h"
 #include "strata/builder.h"
 #include "strata/expr.h"
 #include "table/format.h"
@@ -538,6 +539,11 @@ class DataFileReaderImpl final : public DataFileReader {
                                             key_, data_.size(), entry.size()));
     }
     STRATA_RETURN_IF_ERROR(CheckTiling(entry, key_));
+    // Touching a page of a mapping that is not in memory makes the kernel read around it (as
+    // much as the device's read-ahead setting, often megabytes); pages asked for first are
+    // read alone (see Prefetch).
+    io::AdviseWillNeed(data_, entry.header().offset(), entry.header().length());
+    io::AdviseWillNeed(data_, entry.footer().offset(), entry.footer().length());
     STRATA_RETURN_IF_ERROR(VerifyRegion(data_, RangeOf(entry.header()), key_, RegionName(-1)));
     STRATA_RETURN_IF_ERROR(VerifyRegion(data_, RangeOf(entry.footer()), key_, RegionName(-2)));
     STRATA_RETURN_IF_ERROR(LayOut(entry));
@@ -578,6 +584,9 @@ class DataFileReaderImpl final : public DataFileReader {
       return Status::InvalidArgument(
           fmt::format("data file {}: no batch {} (it has {})", key_, i, num_batches()));
     }
+    // The first read of a batch, or of one of its columns, asks for its pieces at once (a
+    // scan asked already, ahead of its reads; a point read has not).
+    if (!Checked(i, columns)) Prefetch(i, columns);
     STRATA_RETURN_IF_ERROR(CheckBatch(i));
     if (batches_[i].pieces) {
       for (int c : columns) {
@@ -596,6 +605,39 @@ class DataFileReaderImpl final : public DataFileReader {
                                             key_, i, batch.num_rows(), batches_[i].num_rows));
     }
     return batch;
+  }
+
+  int64_t Prefetch(int i, const std::vector<int>& columns) const override {
+    if (i < 0 || i >= num_batches()) return 0;
+    const BatchLayout& batch = batches_[i];
+    if (!batch.pieces) {
+      io::AdviseWillNeed(data_, batch.region_begin, batch.region_end - batch.region_begin);
+      return batch.region_end - batch.region_begin;
+    }
+    // The message, then the columns' pieces in file order; pieces a few pages apart are
+    // asked for as one range (reading the gap costs less than another request).
+    constexpr int64_t kJoinGapBytes = int64_t{16} << 10;
+    std::vector<size_t> pieces{batch.first_check};
+    for (int c : columns) {
+      if (c >= 0 && c < num_columns_) pieces.push_back(batch.first_check + 1 + c);
+    }
+    std::sort(pieces.begin() + 1, pieces.end());
+    int64_t asked = 0, begin = -1, end = -1;
+    for (size_t index : pieces) {
+      const CheckedRange& piece = checks_[index];
+      if (begin >= 0 && piece.offset <= end + kJoinGapBytes) {
+        end = std::max(end, piece.offset + piece.length);
+        continue;
+      }
+      if (begin >= 0) {
+        io::AdviseWillNeed(data_, begin, end - begin);
+        asked += end - begin;
+      }
+      begin = piece.offset;
+      end = piece.offset + piece.length;
+    }
+    io::AdviseWillNeed(data_, begin, end - begin);
+    return asked + (end - begin);
   }
 
   int64_t memory_bytes() const override {
@@ -659,6 +701,20 @@ class DataFileReaderImpl final : public DataFileReader {
     if (!batches_[i].pieces) return RegionName(i);
     if (check == 0) return fmt::format("{} message", RegionName(i));
     return fmt::format("{} column {}", RegionName(i), check - 1);
+  }
+
+  // Whether batch i's message and every one of `columns` were checked by an earlier read.
+  bool Checked(int i, const std::vector<int>& columns) const {
+    if (!message_checked_[i].load(std::memory_order_acquire)) return false;
+    if (!batches_[i].pieces) return true;
+    const size_t first = batches_[i].first_check;
+    for (int c : columns) {
+      if (c >= 0 && c < num_columns_ &&
+          !checked_[first + 1 + static_cast<size_t>(c)].load(std::memory_order_acquire)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   // Checksum `check` of batch i (hashed once per reader; threads racing on the first read

@@ -79,6 +79,11 @@ class DataFileReader {
   virtual int num_batches() const = 0;
   // Batch i restricted to `columns` (file column indices). Verifies batch i's region.
   virtual Result<RecordBatch> ReadBatch(int i, const std::vector<int>& columns) const = 0;
+  // Asks the kernel to start reading, in the background, the bytes ReadBatch(i, columns)
+  // will touch (its message and those columns' pieces; the whole region of a batch without
+  // pieces), when the file is memory-mapped (io::AdviseWillNeed); returns the bytes asked
+  // for. Out-of-range arguments ask for nothing.
+  virtual int64_t Prefetch(int i, const std::vector<int>& columns) const = 0;
   // Bytes of decoded metadata held (for cache accounting).
   virtual int64_t memory_bytes() const = 0;
 };

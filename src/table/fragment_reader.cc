@@ -82,6 +82,32 @@ const expr::ColumnStatistics* FragmentReader::Statistics(int batch, int column) 
   return &statistics_.emplace(slot, std::move(stats)).first->second;
 }
 
+std::vector<int> FragmentReader::FileColumns(size_t f, const std::vector<int>& columns,
+                                             std::vector<std::pair<size_t, size_t>>* wanted) const {
+  std::vector<int> file_columns;
+  for (size_t k = 0; k < columns.size(); ++k) {
+    const int column = columns[k];
+    if (column < 0 || column >= static_cast<int>(layout_->column_source.size())) continue;
+    auto [source_file, source_column] = layout_->column_source[static_cast<size_t>(column)];
+    if (source_file != static_cast<int>(f)) continue;
+    size_t position = 0;
+    while (position < file_columns.size() && file_columns[position] != source_column) ++position;
+    if (position == file_columns.size()) file_columns.push_back(source_column);
+    if (wanted != nullptr) wanted->emplace_back(k, position);
+  }
+  return file_columns;
+}
+
+int64_t FragmentReader::Prefetch(int i, const std::vector<int>& columns) const {
+  if (i < 0 || i >= num_batches()) return 0;
+  int64_t asked = 0;
+  for (size_t f = 0; f < files_.size(); ++f) {
+    std::vector<int> file_columns = FileColumns(f, columns, nullptr);
+    if (!file_columns.empty()) asked += files_[f]->Prefetch(i, file_columns);
+  }
+  return asked;
+}
+
 Result<RecordBatch> FragmentReader::ReadBatch(int i, const std::vector<int>& columns) const {
   if (i < 0 || i >= num_batches()) {
     return Status::InvalidArgument(fmt::format("fragment {} has {} batches; asked for batch {}",
@@ -89,23 +115,16 @@ Result<RecordBatch> FragmentReader::ReadBatch(int i, const std::vector<int>& col
   }
   const int64_t rows = batch_rows(i);
   const Schema& schema = *snapshot_->schema;
+  for (int column : columns) {
+    if (column < 0 || column >= schema.num_fields()) {
+      return Status::InvalidArgument(fmt::format("column index {} out of range", column));
+    }
+  }
   std::vector<Array> arrays(columns.size());
   // One read per file, of the distinct file columns it holds.
   for (size_t f = 0; f < files_.size(); ++f) {
-    std::vector<int> file_columns;
     std::vector<std::pair<size_t, size_t>> wanted;  // (output position, position in read)
-    for (size_t k = 0; k < columns.size(); ++k) {
-      const int column = columns[k];
-      if (column < 0 || column >= schema.num_fields()) {
-        return Status::InvalidArgument(fmt::format("column index {} out of range", column));
-      }
-      auto [source_file, source_column] = layout_->column_source[column];
-      if (source_file != static_cast<int>(f)) continue;
-      size_t position = 0;
-      while (position < file_columns.size() && file_columns[position] != source_column) ++position;
-      if (position == file_columns.size()) file_columns.push_back(source_column);
-      wanted.emplace_back(k, position);
-    }
+    std::vector<int> file_columns = FileColumns(f, columns, &wanted);
     if (file_columns.empty()) continue;
     STRATA_ASSIGN_OR_RETURN(RecordBatch part, files_[f]->ReadBatch(i, file_columns));
     if (part.num_rows() != rows || part.num_columns() != static_cast<int>(file_columns.size())) {

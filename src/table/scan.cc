@@ -171,7 +171,44 @@ Status RowSelector::StartFragment(const pb::Fragment& fragment) {
                           FragmentReader::Open(*context_, *snapshot_, fragment));
   reader_.emplace(std::move(reader));
   batch_ = 0;
+  prefetched_ = 0;
+  prefetch_refill_ = 0;
   return Status::OK();
+}
+
+expr::PruneResult RowSelector::Prune(int batch) const {
+  if (!filter_) return expr::PruneResult::kAll;
+  return expr::CanMatch(
+      *filter_, [&](int column) { return reader_->Statistics(batch, filter_columns_[column]); });
+}
+
+void RowSelector::PrefetchAhead() {
+  constexpr int kFirstPrefetchBatches = 4;
+  constexpr int kMaxPrefetchBatches = 64;
+  constexpr int64_t kMaxPrefetchBytes = int64_t{16} << 20;
+  if (batch_ < prefetch_refill_ || fragment_candidates_ != nullptr) return;
+  if (to_skip_ > 0 && !filter_ && !key_kind_) return;
+  const FragmentReader& reader = *reader_;
+  prefetch_window_ = prefetch_window_ == 0 ? kFirstPrefetchBatches
+                                           : std::min(2 * prefetch_window_, kMaxPrefetchBatches);
+  const int end = std::min(reader.num_batches(), batch_ + prefetch_window_);
+  std::vector<int> columns;
+  int64_t asked = 0;
+  int b = std::max(prefetched_, batch_);
+  for (; b < end && asked < kMaxPrefetchBytes; ++b) {
+    // The columns SelectInBatch reads: the filter's unless statistics settle it, the key
+    // for a LookupKeys over an uncovered fragment, the output.
+    const expr::PruneResult prune = Prune(b);
+    if (prune == expr::PruneResult::kNone) continue;
+    columns.clear();
+    if (prune != expr::PruneResult::kAll) columns = filter_columns_;
+    if (key_kind_) columns.push_back(*snapshot_->key_column);
+    columns.insert(columns.end(), spec_.columns.begin(), spec_.columns.end());
+    if (!columns.empty()) asked += reader.Prefetch(b, columns);
+  }
+  prefetched_ = b;
+  // Ask for more when half of what was asked for is behind.
+  prefetch_refill_ = batch_ + std::max(1, (prefetched_ - batch_) / 2);
 }
 
 Result<bool> RowSelector::Next(BatchSelection* out) {
@@ -199,6 +236,7 @@ Result<bool> RowSelector::Next(BatchSelection* out) {
       reader_.reset();
       continue;
     }
+    PrefetchAhead();
     STRATA_ASSIGN_OR_RETURN(bool selected, SelectInBatch(batch_++, out));
     if (selected) return true;
   }
@@ -226,12 +264,8 @@ Result<bool> RowSelector::SelectInBatch(int batch, BatchSelection* out) {
                             deletions->CountBelow(static_cast<uint32_t>(begin));
     if (deleted >= num_rows) return false;
   }
-  expr::PruneResult prune = expr::PruneResult::kAll;
-  if (filter_) {
-    prune = expr::CanMatch(
-        *filter_, [&](int column) { return reader.Statistics(batch, filter_columns_[column]); });
-    if (prune == expr::PruneResult::kNone) return false;
-  }
+  const expr::PruneResult prune = Prune(batch);
+  if (prune == expr::PruneResult::kNone) return false;
   const bool evaluate = filter_ && prune != expr::PruneResult::kAll;
   const bool check_keys = key_kind_.has_value() && !restricted;
   // When the selection is known without reading (no predicate to evaluate), a batch that

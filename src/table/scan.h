@@ -51,6 +51,14 @@ class RowSelector {
   RowSelector() = default;
   Status StartFragment(const pb::Fragment& fragment);
   Result<bool> SelectInBatch(int batch, BatchSelection* out);
+  // What the filter's statistics say of batch `batch` of reader_ (kAll without a filter).
+  expr::PruneResult Prune(int batch) const;
+  // Once batch_ reaches prefetch_refill_, asks the fragment's files to start reading the
+  // batches after it that statistics do not prune (FragmentReader::Prefetch), so their pages
+  // arrive while earlier batches are decoded. The window doubles from kFirstPrefetchBatches
+  // to kMaxPrefetchBatches (a scan stopped by a small limit asks for little). Fragments the
+  // key index restricts, and batches an offset may skip unread, are not prefetched.
+  void PrefetchAhead();
 
   std::shared_ptr<TableContext> context_;
   SnapshotPtr snapshot_;
@@ -72,6 +80,9 @@ class RowSelector {
   std::optional<FragmentReader> reader_;
   const std::vector<int64_t>* fragment_candidates_ = nullptr;
   int batch_ = 0;
+  int prefetched_ = 0;       // batches of reader_ below this were prefetched (or pruned)
+  int prefetch_refill_ = 0;  // PrefetchAhead asks for more once batch_ reaches this
+  int prefetch_window_ = 0;  // batches asked for per refill; grows to kMaxPrefetchBatches
   int64_t to_skip_ = 0;
   std::optional<int64_t> remaining_;
   bool done_ = false;

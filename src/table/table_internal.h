@@ -76,10 +76,19 @@ class FragmentReader {
   // Batch i with every physical row (deleted ones included) and the schema columns
   // `columns`, in that order.
   Result<RecordBatch> ReadBatch(int i, const std::vector<int>& columns) const;
+  // Asks the kernel to start reading, in the background, what ReadBatch(i, columns) will
+  // read from memory-mapped data files (DataFileReader::Prefetch); returns the bytes asked
+  // for. Out-of-range arguments ask for nothing.
+  int64_t Prefetch(int i, const std::vector<int>& columns) const;
   // Null when the fragment has no deletions.
   const DeletionVector* deletions() const { return deletions_.get(); }
 
  private:
+  // The distinct columns of data file f among schema `columns`, in first-seen order; with
+  // `wanted`, also (position in `columns`, position in the result) of each such column.
+  std::vector<int> FileColumns(size_t f, const std::vector<int>& columns,
+                               std::vector<std::pair<size_t, size_t>>* wanted) const;
+
   const Snapshot* snapshot_ = nullptr;
   const pb::Fragment* fragment_ = nullptr;
   std::shared_ptr<const FragmentLayout> layout_;  // the snapshot's (or the reader's own)
