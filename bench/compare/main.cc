@@ -2,6 +2,7 @@
 // (rotating which engine goes first), checks the answers and prints one table per workload
 // with the ratio to strata. Usually started through bench/compare/run (README.md).
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <signal.h>
@@ -300,20 +301,21 @@ std::unique_ptr<Engine> MakeEngine(const std::string& label, const Options& o,
                         NodePeerOptions{o.node, fs::absolute(o.node_script).string(), data_dir});
 }
 
-// Writes dirty pages back, then drops the clean page cache, so the next read comes from the
-// disk (--cold-scans). Needs root.
+// Writes dirty pages back, then drops the clean page cache (--cold-scans): the next read of
+// a file comes from the disk unless a live process maps its pages (those stay), and caches
+// inside the engines stay. Needs root (CAP_SYS_ADMIN) and a writable /proc/sys.
 Status DropPageCache() {
   ::sync();
-  std::ofstream out("/proc/sys/vm/drop_caches");
-  if (out) {
-    out << "1\n";
-    out.flush();
-  }
-  if (!out) {
+  const char* path = "/proc/sys/vm/drop_caches";
+  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || ::write(fd, "1\n", 2) != 2) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
     return Status::IOError(
-        fmt::format("could not write /proc/sys/vm/drop_caches ({}); --cold-scans needs root",
-                    std::strerror(errno)));
+        fmt::format("could not write {} ({}); --cold-scans needs root and a writable /proc/sys",
+                    path, std::strerror(err)));
   }
+  ::close(fd);
   return Status::OK();
 }
 

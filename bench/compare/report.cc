@@ -544,7 +544,7 @@ void PrintHeader(const RunReport& report) {
   if (report.cold_scans) {
     fmt::print(
         "scans: cold (dirty pages written back and the page cache dropped before each engine's "
-        "W3 and W3m)\n");
+        "W3 and W3m; pages a process maps and engines' own caches stay)\n");
   }
   fmt::print("engines:\n");
   for (const EngineColumn& e : report.engines) {

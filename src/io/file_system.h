@@ -167,9 +167,11 @@ std::shared_ptr<FileSystem> PosixFileSystem();
 // bytes [offset, offset + length) of `buffer` when the buffer is a file mapping (MapFile), so
 // that touching them later finds them in memory. A reader that knows which scattered ranges
 // of a mapped file it will touch next issues their reads together instead of waiting for
-// each page fault in turn. Returns at once; does nothing useful for other memory.
+// each page fault in turn. The call submits the reads and does not wait for them (it may
+// wait for the file system's block map); for other memory it does nothing useful. Returns
+// whether the kernel took the advice (false for an empty range; callers may ignore it).
 // REQUIRES: 0 <= offset <= offset + length <= buffer.size().
-void AdviseWillNeed(const Buffer& buffer, int64_t offset, int64_t length);
+bool AdviseWillNeed(const Buffer& buffer, int64_t offset, int64_t length);
 
 // "dir/name"; `name` must be relative. No '/' is doubled.
 std::string JoinPath(std::string_view dir, std::string_view name);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -515,14 +516,16 @@ class PosixFileSystemImpl final : public FileSystem {
 
 }  // namespace
 
-void AdviseWillNeed(const Buffer& buffer, int64_t offset, int64_t length) {
-  if (length <= 0) return;
+bool AdviseWillNeed(const Buffer& buffer, int64_t offset, int64_t length) {
+  assert(offset >= 0 && length >= 0 && offset + length <= buffer.size());
+  if (length <= 0) return false;
   static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(buffer.data() + offset) & ~(page - 1);
-  const uintptr_t end = reinterpret_cast<uintptr_t>(buffer.data() + offset + length);
-  // A mapping starts on a page boundary, so `begin` stays inside it. Failures (memory that is
-  // not mapped from a file) are ignored: this is advice.
-  (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+  const uint8_t* start = buffer.data() + offset;
+  const size_t misaligned = reinterpret_cast<uintptr_t>(start) & (page - 1);
+  // A mapping starts on a page boundary, so the page of `start` lies inside it (madvise
+  // rounds the end up itself).
+  void* begin = const_cast<uint8_t*>(start - misaligned);
+  return ::madvise(begin, misaligned + static_cast<size_t>(length), MADV_WILLNEED) == 0;
 }
 
 std::shared_ptr<FileSystem> PosixFileSystem() {

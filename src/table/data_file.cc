@@ -586,7 +586,7 @@ class DataFileReaderImpl final : public DataFileReader {
     }
     // The first read of a batch, or of one of its columns, asks for its pieces at once (a
     // scan asked already, ahead of its reads; a point read has not).
-    if (!Checked(i, columns)) Prefetch(i, columns);
+    if (!AllChecked(i, columns)) Prefetch(i, columns);
     STRATA_RETURN_IF_ERROR(CheckBatch(i));
     if (batches_[i].pieces) {
       for (int c : columns) {
@@ -614,7 +614,7 @@ class DataFileReaderImpl final : public DataFileReader {
       io::AdviseWillNeed(data_, batch.region_begin, batch.region_end - batch.region_begin);
       return batch.region_end - batch.region_begin;
     }
-    // The message, then the columns' pieces in file order; pieces a few pages apart are
+    // The message, then the columns' pieces in file order; pieces at most 16 KiB apart are
     // asked for as one range (reading the gap costs less than another request).
     constexpr int64_t kJoinGapBytes = int64_t{16} << 10;
     std::vector<size_t> pieces{batch.first_check};
@@ -704,7 +704,7 @@ class DataFileReaderImpl final : public DataFileReader {
   }
 
   // Whether batch i's message and every one of `columns` were checked by an earlier read.
-  bool Checked(int i, const std::vector<int>& columns) const {
+  bool AllChecked(int i, const std::vector<int>& columns) const {
     if (!message_checked_[i].load(std::memory_order_acquire)) return false;
     if (!batches_[i].pieces) return true;
     const size_t first = batches_[i].first_check;

@@ -82,7 +82,7 @@ class DataFileReader {
   // Asks the kernel to start reading, in the background, the bytes ReadBatch(i, columns)
   // will touch (its message and those columns' pieces; the whole region of a batch without
   // pieces), when the file is memory-mapped (io::AdviseWillNeed); returns the bytes asked
-  // for. Out-of-range arguments ask for nothing.
+  // for. An out-of-range batch asks for nothing; out-of-range columns are ignored.
   virtual int64_t Prefetch(int i, const std::vector<int>& columns) const = 0;
   // Bytes of decoded metadata held (for cache accounting).
   virtual int64_t memory_bytes() const = 0;

@@ -375,12 +375,13 @@ TEST_P(DataFileStoreTest, ReadsProjectedColumns) {
 // Prefetch asks for a batch's message and the pieces of the columns asked for, joining
 // pieces a few pages apart, and the asked-for reads return what a read without it returns.
 TEST_P(DataFileStoreTest, PrefetchAsksForTheMessageAndTheColumnsPieces) {
-  // Columns a and c are small; b holds 64 KiB of text per batch, stored raw.
-  SchemaPtr s = schema({field("a", int64(), false), field("b", utf8()), field("c", int64())});
+  // Columns a, c and d are small; b holds 32 KiB of text per batch, stored raw.
+  SchemaPtr s = schema(
+      {field("a", int64(), false), field("b", utf8()), field("c", int64()), field("d", int64())});
   std::string lines;
   for (int i = 0; i < 8; ++i) {
-    lines += fmt::format("{{\"a\": {}, \"b\": \"{}\", \"c\": {}}}\n", i,
-                         std::string(8192, static_cast<char>('a' + i)), -i);
+    lines += fmt::format("{{\"a\": {}, \"b\": \"{}\", \"c\": {}, \"d\": {}}}\n", i,
+                         std::string(8192, static_cast<char>('a' + i)), -i, 2 * i);
   }
   const RecordBatch rows = Rows(s, lines);
   DataFileWriteOptions options;
@@ -391,25 +392,31 @@ TEST_P(DataFileStoreTest, PrefetchAsksForTheMessageAndTheColumnsPieces) {
   ASSERT_OK_AND_ASSIGN(auto reader, DataFileReader::Open(store_, kPrefix, entry));
   for (int batch = 0; batch < 2; ++batch) {
     const pb::BatchInfo& info = entry.batches(batch);
-    ASSERT_EQ(info.piece_starts_size(), 3);
+    ASSERT_EQ(info.piece_starts_size(), 4);
     const int64_t message = info.piece_starts(0);
     const int64_t a = info.piece_starts(1) - info.piece_starts(0);
     const int64_t b = info.piece_starts(2) - info.piece_starts(1);
-    const int64_t c = info.region().length() - info.piece_starts(2);
-    ASSERT_GT(b, 32 << 10);
+    const int64_t c = info.piece_starts(3) - info.piece_starts(2);
+    const int64_t d = info.region().length() - info.piece_starts(3);
+    ASSERT_GT(b, 16 << 10);
+    ASSERT_LT(a, 16 << 10);
+    ASSERT_LT(c, 16 << 10);
     EXPECT_EQ(reader->Prefetch(batch, {}), message);
     EXPECT_EQ(reader->Prefetch(batch, {0}), message + a);
     // Column b lies between a and c: too far to join, so it is skipped over.
     EXPECT_EQ(reader->Prefetch(batch, {2, 0}), message + a + c);
     EXPECT_EQ(reader->Prefetch(batch, {2}), message + c);
-    EXPECT_EQ(reader->Prefetch(batch, {0, 1, 2, 1}), info.region().length());
+    EXPECT_EQ(reader->Prefetch(batch, {3}), message + d);
+    // a and c lie within 16 KiB of wanted pieces: read with them, and counted.
+    EXPECT_EQ(reader->Prefetch(batch, {3, 1}), info.region().length());
+    EXPECT_EQ(reader->Prefetch(batch, {0, 1, 2, 1}), message + a + b + c);
     ASSERT_OK_AND_ASSIGN(RecordBatch read, reader->ReadBatch(batch, {2, 1}));
     ASSERT_OK_AND_ASSIGN(RecordBatch expected, rows.Slice(4 * batch, 4).Project({2, 1}));
     EXPECT_EQ(AsJson(read), AsJson(expected));
   }
   EXPECT_EQ(reader->Prefetch(-1, {0}), 0);
   EXPECT_EQ(reader->Prefetch(2, {0}), 0);
-  EXPECT_EQ(reader->Prefetch(0, {-1, 3}), entry.batches(0).piece_starts(0)) << "message only";
+  EXPECT_EQ(reader->Prefetch(0, {-1, 4}), entry.batches(0).piece_starts(0)) << "message only";
 }
 
 TEST_P(DataFileStoreTest, MissingObjectIsNotFound) {

@@ -173,6 +173,7 @@ Status RowSelector::StartFragment(const pb::Fragment& fragment) {
   batch_ = 0;
   prefetched_ = 0;
   prefetch_refill_ = 0;
+  prefetch_window_ = 0;
   return Status::OK();
 }
 

@@ -54,10 +54,11 @@ class RowSelector {
   // What the filter's statistics say of batch `batch` of reader_ (kAll without a filter).
   expr::PruneResult Prune(int batch) const;
   // Once batch_ reaches prefetch_refill_, asks the fragment's files to start reading the
-  // batches after it that statistics do not prune (FragmentReader::Prefetch), so their pages
-  // arrive while earlier batches are decoded. The window doubles from kFirstPrefetchBatches
-  // to kMaxPrefetchBatches (a scan stopped by a small limit asks for little). Fragments the
-  // key index restricts, and batches an offset may skip unread, are not prefetched.
+  // batches from batch_ on that statistics do not prune (FragmentReader::Prefetch), so their
+  // pages arrive while earlier batches are decoded. Within a fragment the window doubles
+  // from kFirstPrefetchBatches to kMaxPrefetchBatches (a scan stopped by a small limit asks
+  // for little). Fragments the key index restricts, and batches an offset may skip unread,
+  // are not prefetched.
   void PrefetchAhead();
 
   std::shared_ptr<TableContext> context_;
@@ -82,7 +83,7 @@ class RowSelector {
   int batch_ = 0;
   int prefetched_ = 0;       // batches of reader_ below this were prefetched (or pruned)
   int prefetch_refill_ = 0;  // PrefetchAhead asks for more once batch_ reaches this
-  int prefetch_window_ = 0;  // batches asked for per refill; grows to kMaxPrefetchBatches
+  int prefetch_window_ = 0;  // batches per refill in this fragment; grows to the maximum
   int64_t to_skip_ = 0;
   std::optional<int64_t> remaining_;
   bool done_ = false;

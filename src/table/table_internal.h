@@ -78,7 +78,7 @@ class FragmentReader {
   Result<RecordBatch> ReadBatch(int i, const std::vector<int>& columns) const;
   // Asks the kernel to start reading, in the background, what ReadBatch(i, columns) will
   // read from memory-mapped data files (DataFileReader::Prefetch); returns the bytes asked
-  // for. Out-of-range arguments ask for nothing.
+  // for. An out-of-range batch asks for nothing; out-of-range columns are ignored.
   int64_t Prefetch(int i, const std::vector<int>& columns) const;
   // Null when the fragment has no deletions.
   const DeletionVector* deletions() const { return deletions_.get(); }
