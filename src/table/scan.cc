@@ -177,6 +177,23 @@ Status RowSelector::StartFragment(const pb::Fragment& fragment) {
   return Status::OK();
 }
 
+RowSelector::BatchColumns RowSelector::ColumnsToRead(bool evaluate, bool check_keys) const {
+  BatchColumns out;
+  auto need = [&](int column) {
+    for (size_t i = 0; i < out.read.size(); ++i) {
+      if (out.read[i] == column) return static_cast<int>(i);
+    }
+    out.read.push_back(column);
+    return static_cast<int>(out.read.size() - 1);
+  };
+  if (evaluate) {
+    for (int column : filter_columns_) out.filter_positions.push_back(need(column));
+  }
+  if (check_keys) out.key_position = need(*snapshot_->key_column);
+  for (int column : spec_.columns) out.output_positions.push_back(need(column));
+  return out;
+}
+
 expr::PruneResult RowSelector::Prune(int batch) const {
   if (!filter_) return expr::PruneResult::kAll;
   return expr::CanMatch(
@@ -193,19 +210,15 @@ void RowSelector::PrefetchAhead() {
   prefetch_window_ = prefetch_window_ == 0 ? kFirstPrefetchBatches
                                            : std::min(2 * prefetch_window_, kMaxPrefetchBatches);
   const int end = std::min(reader.num_batches(), batch_ + prefetch_window_);
-  std::vector<int> columns;
   int64_t asked = 0;
   int b = std::max(prefetched_, batch_);
   for (; b < end && asked < kMaxPrefetchBytes; ++b) {
-    // The columns SelectInBatch reads: the filter's unless statistics settle it, the key
-    // for a LookupKeys over an uncovered fragment, the output.
+    // The columns SelectInBatch will read (keys are checked: the fragment is unrestricted).
     const expr::PruneResult prune = Prune(b);
     if (prune == expr::PruneResult::kNone) continue;
-    columns.clear();
-    if (prune != expr::PruneResult::kAll) columns = filter_columns_;
-    if (key_kind_) columns.push_back(*snapshot_->key_column);
-    columns.insert(columns.end(), spec_.columns.begin(), spec_.columns.end());
-    if (!columns.empty()) asked += reader.Prefetch(b, columns);
+    const BatchColumns columns =
+        ColumnsToRead(filter_ && prune != expr::PruneResult::kAll, key_kind_.has_value());
+    if (!columns.read.empty()) asked += reader.Prefetch(b, columns.read);
   }
   prefetched_ = b;
   // Ask for more when half of what was asked for is behind.
@@ -289,25 +302,13 @@ Result<bool> RowSelector::SelectInBatch(int batch, BatchSelection* out) {
     }
   }
 
-  // Read each needed column once.
-  std::vector<int> read_columns;
-  auto need = [&](int column) {
-    for (size_t i = 0; i < read_columns.size(); ++i) {
-      if (read_columns[i] == column) return static_cast<int>(i);
-    }
-    read_columns.push_back(column);
-    return static_cast<int>(read_columns.size() - 1);
-  };
-  std::vector<int> filter_positions;
-  if (evaluate) {
-    for (int column : filter_columns_) filter_positions.push_back(need(column));
-  }
-  const int key_position = check_keys ? need(*snapshot_->key_column) : -1;
-  std::vector<int> output_positions;
-  for (int column : spec_.columns) output_positions.push_back(need(column));
+  const BatchColumns columns = ColumnsToRead(evaluate, check_keys);
+  const std::vector<int>& filter_positions = columns.filter_positions;
+  const int key_position = columns.key_position;
+  const std::vector<int>& output_positions = columns.output_positions;
   RecordBatch data;
-  if (!read_columns.empty()) {
-    STRATA_ASSIGN_OR_RETURN(data, reader.ReadBatch(batch, read_columns));
+  if (!columns.read.empty()) {
+    STRATA_ASSIGN_OR_RETURN(data, reader.ReadBatch(batch, columns.read));
   }
 
   if (!restricted) {

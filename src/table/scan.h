@@ -53,6 +53,15 @@ class RowSelector {
   Result<bool> SelectInBatch(int batch, BatchSelection* out);
   // What the filter's statistics say of batch `batch` of reader_ (kAll without a filter).
   expr::PruneResult Prune(int batch) const;
+  // The columns a read of a batch needs, each once: the filter's when it is evaluated, the
+  // key when keys are checked, then the output; and where each landed in `read`.
+  struct BatchColumns {
+    std::vector<int> read;
+    std::vector<int> filter_positions;
+    int key_position = -1;
+    std::vector<int> output_positions;
+  };
+  BatchColumns ColumnsToRead(bool evaluate, bool check_keys) const;
   // Once batch_ reaches prefetch_refill_, asks the fragment's files to start reading the
   // batches from batch_ on that statistics do not prune (FragmentReader::Prefetch), so their
   // pages arrive while earlier batches are decoded. Within a fragment the window doubles
