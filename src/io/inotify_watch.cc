@@ -1,6 +1,7 @@
 // ChangeWatch over one process-wide inotify instance (see inotify_watch.h).
 #include "io/inotify_watch.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/magic.h>
 #include <pthread.h>
@@ -13,19 +14,27 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "util/mutex.h"
 
 namespace strata::io {
 namespace {
 
-// Every change to a directory's entries or to a file's bytes in it, and the directory's own
-// end. Not opens, reads or closes: they change nothing.
-constexpr uint32_t kMask = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY |
-                           IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
-// Events after which the watch no longer watches the directory its path names.
+// What a watched directory reports: every change to its entries or to a file's bytes in it,
+// and its own end. Not opens, reads or closes: they change nothing.
+constexpr uint32_t kWatchedMask = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY |
+                                  IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+// What its parent reports: entries made, removed or moved, among them the watched one.
+constexpr uint32_t kEntryEvents = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO;
+constexpr uint32_t kParentMask = kEntryEvents | IN_DELETE_SELF | IN_MOVE_SELF;
+// What the directories above the parent report: their own move or removal.
+constexpr uint32_t kAncestorMask = IN_DELETE_SELF | IN_MOVE_SELF;
+// Events after which a watch no longer watches the directory its path names.
 constexpr uint32_t kEnded = IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT;
 
 // File systems on which every change is made by this kernel, so inotify sees it.
@@ -45,13 +54,21 @@ Status NotSupported(const std::string& path, std::string_view why) {
   return Status::NotSupported(fmt::format("cannot watch '{}': {}", path, why));
 }
 
-// One directory's inotify watch, shared by every ChangeWatch on it.
+// One directory's inotify watch, shared by every ChangeWatch that needs it: as the directory
+// it watches, or as that directory's parent or another ancestor.
 struct DirWatch {
+  // An entry of this directory that a watch was made on, with how many watches were and the
+  // count of events naming it.
+  struct Entry {
+    int refs = 0;
+    uint64_t events = 0;
+  };
   std::string path;
   int wd = -1;
   uint64_t changes = 0;
   bool ended = false;
   int refs = 0;
+  std::unordered_map<std::string, Entry> entries;
 };
 
 class Hub {
@@ -73,12 +90,15 @@ class Hub {
   // Set in a child forked after the instance was made.
   static inline std::atomic<bool> forked{false};
 
-  // Adds (or shares) the watch of the directory open at `dir_fd`.
-  Result<std::shared_ptr<DirWatch>> Add(int dir_fd, const std::string& path) {
+  // Adds `mask` to the watch of the directory open at `dir_fd` (or makes it), and counts one
+  // more user of it; with `entry`, one more user of the events naming that entry of it.
+  Result<std::shared_ptr<DirWatch>> Add(int dir_fd, const std::string& path, uint32_t mask,
+                                        const std::string* entry = nullptr) {
     MutexLock lock(mu_);
     Drain();  // ends of earlier watches first, so a reused descriptor is not taken for one
     const std::string proc = fmt::format("/proc/self/fd/{}", dir_fd);
-    const int wd = ::inotify_add_watch(fd_, proc.c_str(), kMask);
+    // Masks only grow while a watch is shared: each user gets at least what it asked for.
+    const int wd = ::inotify_add_watch(fd_, proc.c_str(), mask | IN_ONLYDIR | IN_MASK_ADD);
     if (wd < 0) {
       const int err = errno;
       return NotSupported(path, fmt::format("inotify_add_watch: {}", strerrordesc_np(err)));
@@ -90,27 +110,65 @@ class Hub {
       slot->wd = wd;
     }
     ++slot->refs;
+    if (entry != nullptr) ++slot->entries[*entry].refs;
     return slot;
   }
 
-  void Release(const std::shared_ptr<DirWatch>& watch) {
+  void Release(const std::shared_ptr<DirWatch>& watch, const std::string* entry = nullptr) {
     if (forked.load(std::memory_order_relaxed)) return;  // the watch is the parent's
     MutexLock lock(mu_);
+    if (entry != nullptr) {
+      auto it = watch->entries.find(*entry);
+      if (it != watch->entries.end() && --it->second.refs == 0) watch->entries.erase(it);
+    }
     if (--watch->refs > 0 || watch->ended) return;
     ::inotify_rm_watch(fd_, watch->wd);
     by_wd_.erase(watch->wd);
   }
 
-  Result<uint64_t> Poll(DirWatch& watch) {
+  // The count of events naming `entry` in `parent` (which a watch holds).
+  uint64_t EntryEvents(const DirWatch& parent, const std::string& entry) {
+    MutexLock lock(mu_);
+    Drain();
+    auto it = parent.entries.find(entry);
+    return it == parent.entries.end() ? 0 : it->second.events;
+  }
+
+  // The count of changes to `watch`'s directory, after every queued event. NotFound when its
+  // path no longer names that directory as far as the events tell: it, its parent or another
+  // ancestor in `ancestors` ended, or `parent` saw an entry named `entry` come or go since it
+  // counted `entry_events`.
+  Result<uint64_t> Poll(const DirWatch& watch,
+                        const std::vector<std::shared_ptr<DirWatch>>& ancestors,
+                        const std::string& entry, uint64_t entry_events) {
     if (forked.load(std::memory_order_relaxed)) {
       return Status::NotFound(
           fmt::format("watch of '{}' ended: this process was forked from its owner", watch.path));
     }
+    // Within a batch, the first poll of this thread drains the queue for the rest.
+    thread_local uint64_t drained_in_batch = 0;
+    const uint64_t batch = ChangeWatchBatch::Current();
     MutexLock lock(mu_);
-    Drain();
+    if (batch == 0 || batch != drained_in_batch) {
+      Drain();
+      drained_in_batch = batch;
+    }
     if (watch.ended) {
       return Status::NotFound(
           fmt::format("watched directory '{}' was removed or moved", watch.path));
+    }
+    for (const std::shared_ptr<DirWatch>& ancestor : ancestors) {
+      if (ancestor->ended) {
+        return Status::NotFound(
+            fmt::format("a directory above '{}' was removed or moved", watch.path));
+      }
+    }
+    if (!ancestors.empty()) {
+      auto it = ancestors.front()->entries.find(entry);
+      if (it == ancestors.front()->entries.end() || it->second.events != entry_events) {
+        return Status::NotFound(
+            fmt::format("watched directory '{}' was removed or replaced", watch.path));
+      }
     }
     return watch.changes;
   }
@@ -118,7 +176,7 @@ class Hub {
  private:
   explicit Hub(int fd) : fd_(fd) {}
 
-  // Reads every queued event and counts it against its directory.
+  // Reads every queued event and counts it against its directory (and the entry it names).
   void Drain() STRATA_REQUIRES(mu_) {
     alignas(struct inotify_event) char buffer[16384];
     for (;;) {
@@ -132,6 +190,7 @@ class Hub {
       for (ssize_t at = 0; at < n;) {
         struct inotify_event event;
         std::memcpy(&event, buffer + at, sizeof(event));
+        const char* name = buffer + at + sizeof(event);
         at += static_cast<ssize_t>(sizeof(event) + event.len);
         if ((event.mask & IN_Q_OVERFLOW) != 0) {
           EndAll();
@@ -141,6 +200,10 @@ class Hub {
         if (it == by_wd_.end()) continue;  // a watch released since
         DirWatch& watch = *it->second;
         ++watch.changes;
+        if (event.len > 0 && (event.mask & kEntryEvents) != 0 && !watch.entries.empty()) {
+          auto entry = watch.entries.find(std::string(name, ::strnlen(name, event.len)));
+          if (entry != watch.entries.end()) ++entry->second.events;
+        }
         if ((event.mask & kEnded) != 0) {
           watch.ended = true;
           if ((event.mask & IN_IGNORED) == 0) ::inotify_rm_watch(fd_, watch.wd);
@@ -169,27 +232,65 @@ class Hub {
 struct DirIdentity {
   dev_t dev = 0;
   ino_t ino = 0;
+  bool operator==(const DirIdentity&) const = default;
 };
+
+std::optional<DirIdentity> IdentityAt(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return DirIdentity{st.st_dev, st.st_ino};
+}
+
+// Whether the directory open at `fd` is the root of a mount; nullopt when the kernel cannot
+// tell (statx without STATX_ATTR_MOUNT_ROOT, before Linux 5.8).
+std::optional<bool> IsMountRoot(int fd) {
+  struct statx stx {};
+  if (::statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE, &stx) != 0 ||
+      (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) == 0) {
+    return std::nullopt;
+  }
+  return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+}
+
+// The last component of `path`, or nullopt when it has none that names an entry.
+std::optional<std::string> EntryName(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  const size_t slash = path.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  if (name.empty() || name == "." || name == "..") return std::nullopt;
+  return std::string(name);
+}
 
 class InotifyChangeWatch final : public ChangeWatch {
  public:
+  // With `ancestors` (parent first; `entry` is the directory's name in it), their events tell
+  // whether `path` still names the directory; without, each poll stats the path.
   InotifyChangeWatch(Hub* hub, std::shared_ptr<DirWatch> watch, std::string path,
-                     DirIdentity identity)
-      : hub_(hub), watch_(std::move(watch)), path_(std::move(path)), identity_(identity) {}
-  ~InotifyChangeWatch() override { hub_->Release(watch_); }
+                     DirIdentity identity,
+                     std::optional<std::vector<std::shared_ptr<DirWatch>>> ancestors,
+                     std::string entry, uint64_t entry_events)
+      : hub_(hub),
+        watch_(std::move(watch)),
+        path_(std::move(path)),
+        identity_(identity),
+        by_events_(ancestors.has_value()),
+        ancestors_(std::move(ancestors).value_or(std::vector<std::shared_ptr<DirWatch>>())),
+        entry_(std::move(entry)),
+        entry_events_(entry_events) {}
+  ~InotifyChangeWatch() override {
+    hub_->Release(watch_);
+    for (size_t i = 0; i < ancestors_.size(); ++i) {
+      hub_->Release(ancestors_[i], i == 0 ? &entry_ : nullptr);
+    }
+  }
   InotifyChangeWatch(const InotifyChangeWatch&) = delete;
   InotifyChangeWatch& operator=(const InotifyChangeWatch&) = delete;
 
-  // The path must still name the watched directory: the kernel reports a directory's removal
-  // only once nothing holds it any more (a shell's working directory delays it for as long as
-  // it stays there), and a directory moved away and replaced reports nothing at all.
   Result<uint64_t> Poll() override {
-    struct stat st {};
-    if (::stat(path_.c_str(), &st) != 0 || st.st_dev != identity_.dev ||
-        st.st_ino != identity_.ino) {
+    if (!by_events_ && IdentityAt(path_) != identity_) {
       return Status::NotFound(fmt::format("watched directory '{}' was removed or replaced", path_));
     }
-    return hub_->Poll(*watch_);
+    return hub_->Poll(*watch_, ancestors_, entry_, entry_events_);
   }
 
  private:
@@ -197,7 +298,55 @@ class InotifyChangeWatch final : public ChangeWatch {
   const std::shared_ptr<DirWatch> watch_;
   const std::string path_;
   const DirIdentity identity_;
+  const bool by_events_;
+  const std::vector<std::shared_ptr<DirWatch>> ancestors_;
+  const std::string entry_;
+  const uint64_t entry_events_;
 };
+
+// Watches the directories above the one open at `dir_fd` (named `entry` in its parent) up to
+// the root of its mount, parent first, so that their events tell when `path` stops naming
+// it: the parent for the entry removed, moved or replaced, every ancestor for its own move.
+// A mount's root above the parent needs no watch, as it cannot be moved or removed while
+// mounted. Empty when `dir_fd` is itself a mount's root; nullopt when this cannot be set up
+// (and then each poll checks the path instead).
+std::optional<std::vector<std::shared_ptr<DirWatch>>> WatchAncestors(Hub& hub, int dir_fd,
+                                                                     const std::string& path,
+                                                                     const std::string& entry) {
+  std::vector<std::shared_ptr<DirWatch>> ancestors;
+  int fd = dir_fd;
+  bool complete = false;
+  std::optional<bool> root = IsMountRoot(dir_fd);
+  std::string at = path;
+  constexpr int kMaxDepth = 256;
+  for (int depth = 0; root.has_value() && depth < kMaxDepth; ++depth) {
+    if (*root) {
+      complete = true;
+      break;
+    }
+    const int up = ::openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd != dir_fd) ::close(fd);
+    fd = up;
+    if (fd < 0) break;
+    at += "/..";
+    root = IsMountRoot(fd);
+    if (!root.has_value()) break;
+    if (*root && depth > 0) {
+      complete = true;
+      break;
+    }
+    Result<std::shared_ptr<DirWatch>> added =
+        hub.Add(fd, at, depth == 0 ? kParentMask : kAncestorMask, depth == 0 ? &entry : nullptr);
+    if (!added.ok()) break;
+    ancestors.push_back(std::move(*added));
+  }
+  if (fd >= 0 && fd != dir_fd) ::close(fd);
+  if (complete) return ancestors;
+  for (size_t i = 0; i < ancestors.size(); ++i) {
+    hub.Release(ancestors[i], i == 0 ? &entry : nullptr);
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -210,9 +359,27 @@ Result<std::unique_ptr<ChangeWatch>> WatchDirectory(int dir_fd, const std::strin
   if (hub == nullptr) {
     return NotSupported(path, watchable ? "no inotify instance" : "not a local file system");
   }
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<DirWatch> watch, hub->Add(dir_fd, path));
-  return std::unique_ptr<ChangeWatch>(std::make_unique<InotifyChangeWatch>(
-      hub, std::move(watch), path, DirIdentity{st.st_dev, st.st_ino}));
+  const DirIdentity identity{st.st_dev, st.st_ino};
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<DirWatch> watch, hub->Add(dir_fd, path, kWatchedMask));
+  // Events tell whether the path still names the directory when it is absolute and every
+  // directory above it up to its mount's root is watched; else each poll stats the path.
+  std::optional<std::vector<std::shared_ptr<DirWatch>>> ancestors;
+  const std::optional<std::string> name = EntryName(path);
+  if (path.starts_with('/') && name.has_value()) {
+    ancestors = WatchAncestors(*hub, dir_fd, path, *name);
+  }
+  const std::string entry = ancestors.has_value() ? *name : std::string();
+  const uint64_t entry_events = ancestors.has_value() && !ancestors->empty()
+                                    ? hub->EntryEvents(*ancestors->front(), entry)
+                                    : 0;
+  auto made = std::make_unique<InotifyChangeWatch>(hub, std::move(watch), path, identity,
+                                                   std::move(ancestors), entry, entry_events);
+  // Everything is watched from here on; the path must name the directory now, or the events
+  // that would have told otherwise may have come before their watches.
+  if (IdentityAt(path) != identity) {
+    return Status::NotFound(fmt::format("directory '{}' was replaced while being watched", path));
+  }
+  return std::unique_ptr<ChangeWatch>(std::move(made));
 }
 
 }  // namespace strata::io

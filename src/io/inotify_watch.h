@@ -7,9 +7,14 @@
 // it), so a change that completed before Poll began is always counted.
 //
 // A watch ends (Poll answers NotFound from then on, and its owner makes a new one) when
-// - its path no longer names the directory it was made on (checked with one stat(2) per
-//   poll: the kernel reports a removed directory only once nothing holds it any more, and a
-//   directory moved away and replaced by another reports nothing),
+// - its path no longer names the directory it was made on. The kernel reports a removed
+//   directory only once nothing holds it any more, and a directory moved away and replaced
+//   by another reports nothing, so the directories above it are watched too, up to the root
+//   of its mount: its parent for an entry of its name made, removed or moved, every other
+//   one for its own move or removal (a mount's root cannot be moved). A path that is not
+//   absolute, or a kernel that cannot tell a mount's root (before 5.8), falls back to one
+//   stat(2) of the path per poll. Events do not tell of a file system mounted over the
+//   directory or one above it while it is watched.
 // - the kernel ends it (IN_IGNORED, IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT),
 // - the queue overflowed (IN_Q_OVERFLOW: events were lost, so every watch ends), or
 // - the process is a child forked after the instance was made (it shares the parent's queue

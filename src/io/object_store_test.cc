@@ -431,6 +431,138 @@ TEST(LocalObjectStoreWatchTest, EndsWhenItsDirectoryIsRemovedAndMadeAgainWhileHe
   EXPECT_NE(after, count);
 }
 
+// Whether `watch` ended (NotFound), as it must once its path names another directory.
+bool Ended(ChangeWatch& watch) {
+  Result<uint64_t> polled = watch.Poll();
+  EXPECT_TRUE(polled.ok() || polled.status().IsNotFound()) << polled.status();
+  return polled.status().IsNotFound();
+}
+
+// The ways a path can come to name another directory, each seen by a watch on it: the
+// directory moved away and another made in its place, an empty one renamed over it, and a
+// directory above it moved away and replaced (no event reaches the watched directory then).
+TEST(LocalObjectStoreWatchTest, EndsWhenItsPathComesToNameAnotherDirectory) {
+  strata::testing::TempDir temp("watch-path");
+  const std::filesystem::path root = temp / "store";
+  ASSERT_OK_AND_ASSIGN(auto store, OpenLocalObjectStore(root.string()));
+  auto watch = [&](const std::string& prefix) -> std::unique_ptr<ChangeWatch> {
+    Result<std::unique_ptr<ChangeWatch>> made = store->Watch(prefix);
+    EXPECT_TRUE(made.ok()) << made.status();
+    if (!made.ok()) return nullptr;
+    EXPECT_FALSE(Ended(**made));
+    return std::move(*made);
+  };
+  ASSERT_OK(store->Put("a/b/c/x", "1"));
+  Result<std::unique_ptr<ChangeWatch>> probe = store->Watch("a/");
+  if (probe.status().IsNotSupported()) GTEST_SKIP() << probe.status();
+
+  {  // moved away, another made in its place
+    std::unique_ptr<ChangeWatch> c = watch("a/b/c/");
+    ASSERT_NE(c, nullptr);
+    std::filesystem::rename(root / "a/b/c", root / "a/b/c-old");
+    std::filesystem::create_directory(root / "a/b/c");
+    EXPECT_TRUE(Ended(*c));
+  }
+  {  // an empty directory renamed over it
+    std::filesystem::create_directory(root / "a/b/e");
+    std::unique_ptr<ChangeWatch> e = watch("a/b/e/");
+    ASSERT_NE(e, nullptr);
+    std::filesystem::create_directory(root / "a/b/f");
+    std::filesystem::rename(root / "a/b/f", root / "a/b/e");
+    EXPECT_TRUE(Ended(*e));
+  }
+  {  // a directory two levels up moved away and replaced
+    std::unique_ptr<ChangeWatch> c = watch("a/b/c/");
+    ASSERT_NE(c, nullptr);
+    std::filesystem::rename(root / "a", root / "a-old");
+    std::filesystem::create_directories(root / "a/b/c");
+    EXPECT_TRUE(Ended(*c));
+  }
+  {  // the store's own directory moved away and made again
+    std::unique_ptr<ChangeWatch> c = watch("a/b/c/");
+    ASSERT_NE(c, nullptr);
+    std::filesystem::rename(root, temp / "store-old");
+    std::filesystem::create_directories(root / "a/b/c");
+    EXPECT_TRUE(Ended(*c));
+  }
+}
+
+// Changes beside a watched directory and above it (other entries made, removed or moved in
+// its parent and further up) neither end the watch nor move its count.
+TEST(LocalObjectStoreWatchTest, IgnoresChangesBesideAndAboveIt) {
+  strata::testing::TempDir temp("watch-beside");
+  const std::filesystem::path root = temp / "store";
+  ASSERT_OK_AND_ASSIGN(auto store, OpenLocalObjectStore(root.string()));
+  ASSERT_OK(store->Put("a/b/x", "1"));
+  Result<std::unique_ptr<ChangeWatch>> watch = store->Watch("a/b/");
+  if (watch.status().IsNotSupported()) GTEST_SKIP() << watch.status();
+  ASSERT_OK(watch.status());
+  ASSERT_OK_AND_ASSIGN(uint64_t count, (*watch)->Poll());
+  ASSERT_OK(store->Put("a/bb/x", "1"));
+  ASSERT_OK(store->Put("a/y", "1"));
+  ASSERT_OK(store->Delete("a/y"));
+  std::filesystem::rename(root / "a/bb", root / "a/cc");
+  std::filesystem::create_directory(temp / "beside");
+  std::filesystem::rename(temp / "beside", temp / "moved");
+  {  // another watch on a sibling, made and gone, shares the parent's watch
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<ChangeWatch> sibling, store->Watch("a/cc/"));
+    ASSERT_OK(sibling->Poll().status());
+  }
+  ASSERT_OK_AND_ASSIGN(uint64_t after, (*watch)->Poll());
+  EXPECT_EQ(after, count);
+  ASSERT_OK(store->Put("a/b/z", "1"));
+  ASSERT_OK_AND_ASSIGN(after, (*watch)->Poll());
+  EXPECT_NE(after, count);
+}
+
+// Within a ChangeWatchBatch, polls answer as of the batch's start: a change made before it is
+// counted by the first poll, one made during it by the first poll after it (the local store
+// looks at its events once per batch, so not before). Nested batches keep the outer moment.
+TEST(LocalObjectStoreWatchTest, PollsInABatchAnswerAsOfItsStart) {
+  strata::testing::TempDir temp("watch-batch");
+  ASSERT_OK_AND_ASSIGN(auto store, OpenLocalObjectStore((temp / "store").string()));
+  ASSERT_OK(store->Put("d/a", "1"));
+  ASSERT_OK(store->Put("e/a", "1"));
+  Result<std::unique_ptr<ChangeWatch>> d = store->Watch("d/");
+  if (d.status().IsNotSupported()) GTEST_SKIP() << d.status();
+  ASSERT_OK(d.status());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ChangeWatch> e, store->Watch("e/"));
+  ASSERT_OK_AND_ASSIGN(uint64_t d_count, (*d)->Poll());
+  ASSERT_OK_AND_ASSIGN(uint64_t e_count, e->Poll());
+  EXPECT_EQ(ChangeWatchBatch::Current(), 0u);
+  ASSERT_OK(store->Put("d/b", "1"));
+  {
+    const ChangeWatchBatch batch;
+    const uint64_t id = ChangeWatchBatch::Current();
+    EXPECT_NE(id, 0u);
+    ASSERT_OK_AND_ASSIGN(uint64_t in_batch, (*d)->Poll());
+    EXPECT_NE(in_batch, d_count) << "a change before the batch";
+    d_count = in_batch;
+    ASSERT_OK(store->Put("d/c", "1"));
+    ASSERT_OK(store->Put("e/b", "1"));
+    {
+      const ChangeWatchBatch nested;
+      EXPECT_EQ(ChangeWatchBatch::Current(), id);
+      ASSERT_OK_AND_ASSIGN(in_batch, (*d)->Poll());
+      EXPECT_EQ(in_batch, d_count) << "a change during the batch, not looked at yet";
+      ASSERT_OK_AND_ASSIGN(in_batch, e->Poll());
+      EXPECT_EQ(in_batch, e_count) << "another watch, as of the same moment";
+    }
+    EXPECT_EQ(ChangeWatchBatch::Current(), id);
+  }
+  EXPECT_EQ(ChangeWatchBatch::Current(), 0u);
+  ASSERT_OK_AND_ASSIGN(uint64_t after, (*d)->Poll());
+  EXPECT_NE(after, d_count);
+  ASSERT_OK_AND_ASSIGN(after, e->Poll());
+  EXPECT_NE(after, e_count);
+  {  // a new batch looks afresh
+    const ChangeWatchBatch batch;
+    ASSERT_OK(store->Put("e/c", "1"));
+    ASSERT_OK_AND_ASSIGN(e_count, e->Poll());
+    EXPECT_NE(e_count, after);
+  }
+}
+
 // tmpfs (/dev/shm) is among the file systems that are watched.
 TEST(LocalObjectStoreWatchTest, WatchesOnTmpfs) {
   if (!std::filesystem::is_directory("/dev/shm")) GTEST_SKIP() << "no /dev/shm";

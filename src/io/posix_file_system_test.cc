@@ -212,6 +212,42 @@ TEST(PosixFileSystemTest, ListFilesWithoutLinksListsOnlyThroughLinkFreePaths) {
   EXPECT_NE(too_deep.message().find("nested more than"), std::string::npos) << too_deep;
 }
 
+// A watch made by a relative path cannot learn from events above it which directory the path
+// names later (that depends on the working directory): each poll checks the path itself. A
+// directory removed while something holds it and made again ends the watch, and so does a
+// change of working directory.
+TEST(PosixFileSystemTest, AWatchByARelativePathChecksThePathOnEachPoll) {
+  namespace fs = std::filesystem;
+  strata::testing::TempDir dir("posix-watch-relative");
+  const fs::path root = fs::canonical(dir.path());
+  fs::create_directories(root / "d");
+  const fs::path cwd = fs::current_path();
+  fs::current_path(root);
+  struct Restore {
+    fs::path cwd;
+    ~Restore() { fs::current_path(cwd); }
+  } restore{cwd};
+  auto posix = PosixFileSystem();
+  Result<std::unique_ptr<ChangeWatch>> watch = posix->WatchDir("d");
+  if (watch.status().IsNotSupported()) GTEST_SKIP() << watch.status();
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_TRUE((*watch)->Poll().ok());
+  const int held = ::open("d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  fs::remove(root / "d");
+  fs::create_directory(root / "d");
+  EXPECT_TRUE((*watch)->Poll().status().IsNotFound());
+  ::close(held);
+
+  // Another working directory, with its own "d": the path names that one now.
+  fs::create_directories(root / "other" / "d");
+  Result<std::unique_ptr<ChangeWatch>> again = posix->WatchDir("d");
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_TRUE((*again)->Poll().ok());
+  fs::current_path(root / "other");
+  EXPECT_TRUE((*again)->Poll().status().IsNotFound());
+}
+
 TEST(PosixFileSystemTest, WritableFilesAreOpenedCloseOnExec) {
   strata::testing::TempDir dir("posix");
   std::string path = std::filesystem::canonical(dir.path()).string() + "/f";

@@ -397,17 +397,34 @@ Result<std::shared_ptr<Generation>> Generation::Open(const std::shared_ptr<Objec
 
 // --- GenerationCache -------------------------------------------------------------------
 
-struct GenerationCache::State {
-  using Entry = std::pair<std::string, std::shared_ptr<Generation>>;
-  std::list<Entry> lru;  // most recently used first
-  std::unordered_map<std::string, std::list<Entry>::iterator> by_key;
-};
-
 namespace {
-std::string CacheKey(const Uuid& shard, std::string_view path) {
-  return shard.ToString() + "/" + std::string(path);
-}
+// A cached generation's key, the shard and the generation's path, looked up without a copy.
+struct KeyRef {
+  const Uuid& shard;
+  std::string_view path;
+};
+struct Key {
+  Uuid shard;
+  std::string path;
+  operator KeyRef() const { return KeyRef{shard, path}; }  // NOLINT(google-explicit-constructor)
+};
+struct KeyHash {
+  using is_transparent = void;
+  size_t operator()(KeyRef key) const {
+    return std::hash<Uuid>()(key.shard) * 31 + std::hash<std::string_view>()(key.path);
+  }
+};
+struct KeyEqual {
+  using is_transparent = void;
+  bool operator()(KeyRef a, KeyRef b) const { return a.shard == b.shard && a.path == b.path; }
+};
 }  // namespace
+
+struct GenerationCache::State {
+  using Entry = std::pair<Key, std::shared_ptr<Generation>>;
+  std::list<Entry> lru;  // most recently used first
+  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash, KeyEqual> by_key;
+};
 
 GenerationCache::GenerationCache(std::shared_ptr<ObjectStore> store, std::string store_prefix,
                                  table::TableOptions options, size_t capacity)
@@ -419,7 +436,7 @@ GenerationCache::GenerationCache(std::shared_ptr<ObjectStore> store, std::string
 
 Result<std::shared_ptr<Generation>> GenerationCache::Get(const Uuid& shard,
                                                          const pb::Generation& entry) {
-  const std::string key = CacheKey(shard, entry.path());
+  const KeyRef key{shard, entry.path()};
   {
     MutexLock lock(mutex_);
     auto it = state_->by_key.find(key);
@@ -438,8 +455,8 @@ Result<std::shared_ptr<Generation>> GenerationCache::Get(const Uuid& shard,
     state_->lru.splice(state_->lru.begin(), state_->lru, it->second);
     return it->second->second;
   }
-  state_->lru.emplace_front(key, opened);
-  state_->by_key.emplace(key, state_->lru.begin());
+  state_->lru.emplace_front(Key{shard, entry.path()}, opened);
+  state_->by_key.emplace(state_->lru.front().first, state_->lru.begin());
   while (state_->lru.size() > capacity_) {
     state_->by_key.erase(state_->lru.back().first);
     state_->lru.pop_back();
@@ -449,7 +466,7 @@ Result<std::shared_ptr<Generation>> GenerationCache::Get(const Uuid& shard,
 
 void GenerationCache::Forget(const Uuid& shard, const std::string& path) {
   MutexLock lock(mutex_);
-  auto it = state_->by_key.find(CacheKey(shard, path));
+  auto it = state_->by_key.find(KeyRef{shard, path});
   if (it == state_->by_key.end()) return;
   state_->lru.erase(it->second);
   state_->by_key.erase(it);

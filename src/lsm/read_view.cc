@@ -67,6 +67,9 @@ Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<ta
     out.base_version = pinned->version();
     return out;
   }
+  // The base, the shard registry and every manifest as of one moment, looked at once. The
+  // consistency check after Build looks afresh, outside this batch.
+  const ChangeWatchBatch batch;
   // The view's own handle on this version: another thread's Refresh of base_ (a merge
   // committing through this store) must not move a read that is under way.
   std::shared_ptr<table::Table> base;
