@@ -29,6 +29,17 @@ constexpr size_t kHeaderBytes = 1 + 4 + 8;
 
 uint32_t LocalFragment(LocalAddress address) { return static_cast<uint32_t>(address >> 32); }
 
+// The 8 bytes of `key` from `skip` on as a big-endian number, zeros past its end: keys in
+// byte order have these in the same (non-strict) order.
+uint64_t PrefixAfter(std::string_view key, size_t skip) {
+  uint64_t prefix = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    const size_t at = skip + i;
+    prefix = (prefix << 8) | (at < key.size() ? static_cast<uint8_t>(key[at]) : 0u);
+  }
+  return prefix;
+}
+
 // Appends the integer keys of `keys` (already checked for nulls) as int64.
 template <typename T>
 void AddIntegers(const Array& keys, uint64_t base,
@@ -282,6 +293,22 @@ Result<std::shared_ptr<const KeySegment>> KeySegment::Load(ObjectStore& store,
           fmt::format("{}: entries {} and {} are out of order", what, i - 1, i));
     }
   }
+  if (segment->kind_ == KeyKind::kString && count > 0) {
+    // Sorted, so the first and the last key share what every key shares.
+    const std::string_view first = segment->StringKey(0);
+    const std::string_view last = segment->StringKey(static_cast<int64_t>(count) - 1);
+    const size_t common =
+        std::mismatch(first.begin(), first.begin() + std::min(first.size(), last.size()),
+                      last.begin())
+            .first -
+        first.begin();
+    segment->string_common_ = std::string(first.substr(0, common));
+    segment->string_prefixes_.resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      segment->string_prefixes_[i] =
+          PrefixAfter(segment->StringKey(static_cast<int64_t>(i)), common);
+    }
+  }
   return std::shared_ptr<const KeySegment>(std::move(segment));
 }
 
@@ -298,10 +325,12 @@ std::string_view KeySegment::StringKey(int64_t i) const {
 LocalAddress KeySegment::Address(int64_t i) const { return addresses_[static_cast<size_t>(i)]; }
 
 int64_t KeySegment::memory_bytes() const {
-  return static_cast<int64_t>(
-      sizeof(KeySegment) + fragment_ids_.capacity() * sizeof(uint32_t) +
-      integer_keys_.capacity() * sizeof(int64_t) + string_offsets_.capacity() * sizeof(uint64_t) +
-      string_bytes_.capacity() + addresses_.capacity() * sizeof(LocalAddress));
+  return static_cast<int64_t>(sizeof(KeySegment) + fragment_ids_.capacity() * sizeof(uint32_t) +
+                              integer_keys_.capacity() * sizeof(int64_t) +
+                              string_offsets_.capacity() * sizeof(uint64_t) +
+                              string_bytes_.capacity() + string_common_.capacity() +
+                              string_prefixes_.capacity() * sizeof(uint64_t) +
+                              addresses_.capacity() * sizeof(LocalAddress));
 }
 
 void KeySegment::Lookup(const expr::Scalar& key, std::vector<uint64_t>* addresses) const {
@@ -315,10 +344,16 @@ void KeySegment::Lookup(const expr::Scalar& key, std::vector<uint64_t>* addresse
     begin = range.first - integer_keys_.begin();
     end = range.second - integer_keys_.begin();
   } else {
-    // Binary search over entry indices, comparing their string keys.
+    // Narrow by the 8 bytes after the common start (one array, few cache lines), then by
+    // whole keys among the entries whose 8 bytes match.
     const std::string_view k = normalized->string_value();
-    int64_t lo = 0;
-    int64_t hi = num_entries();
+    const std::string_view k_common = k.substr(0, string_common_.size());
+    if (k_common != string_common_) return;  // every key starts otherwise
+    const uint64_t k_prefix = PrefixAfter(k, string_common_.size());
+    auto [first, last] =
+        std::equal_range(string_prefixes_.begin(), string_prefixes_.end(), k_prefix);
+    int64_t lo = first - string_prefixes_.begin();
+    int64_t hi = last - string_prefixes_.begin();
     while (lo < hi) {  // first entry with key >= k
       const int64_t mid = lo + (hi - lo) / 2;
       if (StringKey(mid) < k) {
@@ -328,16 +363,9 @@ void KeySegment::Lookup(const expr::Scalar& key, std::vector<uint64_t>* addresse
       }
     }
     begin = lo;
-    hi = num_entries();
-    while (lo < hi) {  // first entry with key > k
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (StringKey(mid) <= k) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
     end = lo;
+    const int64_t limit = last - string_prefixes_.begin();
+    while (end < limit && StringKey(end) == k) ++end;
   }
   for (int64_t i = begin; i < end; ++i) {
     const LocalAddress local = addresses_[static_cast<size_t>(i)];

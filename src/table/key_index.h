@@ -86,6 +86,10 @@ class KeySegment {
   std::vector<int64_t> integer_keys_;
   std::vector<uint64_t> string_offsets_;  // num_entries + 1
   std::string string_bytes_;
+  // String keys' search aid: the bytes every key starts with, and for each key the 8 bytes
+  // after them as a big-endian number (zeros past its end), in the keys' order.
+  std::string string_common_;
+  std::vector<uint64_t> string_prefixes_;
   std::vector<LocalAddress> addresses_;
 };
 

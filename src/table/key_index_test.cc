@@ -304,6 +304,51 @@ TEST_F(KeyIndexTest, RandomKeysMatchMultimapOracle) {
   }
 }
 
+// String keys sharing a long start, differing only after their first 8 bytes past it, one a
+// prefix of another, with NUL bytes (which the search pads short keys with): every lookup
+// matches a multimap oracle, lookups without the shared start or shorter than it included.
+TEST_F(KeyIndexTest, StringKeysWithASharedStartMatchMultimapOracle) {
+  const unsigned long long seed = strata::testing::TestSeed();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937_64 rng(seed);
+  const std::string start = "tenant-0042/session/";
+  auto random_key = [&](bool shared) {
+    static constexpr char kAlphabet[] = {'\0', 'a', 'b', '\xff'};
+    std::string key = shared ? start : start.substr(0, rng() % (start.size() + 1));
+    const size_t length = rng() % 14;
+    for (size_t i = 0; i < length; ++i) key.push_back(kAlphabet[rng() % 4]);
+    return key;
+  };
+  KeySegmentBuilder builder(KeyKind::kString);
+  std::multimap<std::string, uint64_t> oracle;
+  for (uint32_t row = 0; row < 5000; ++row) {
+    // Mostly 8 bytes of 'a' first, so that many keys share their search prefix too.
+    std::string key = start + (rng() % 4 != 0 ? std::string(8, 'a') : std::string());
+    key += random_key(true).substr(start.size());
+    builder.AddString(key, row);
+    oracle.emplace(key, MakeRowAddress(9, row));
+  }
+  auto segment = BuildAndLoad(builder, {9});
+  ASSERT_NE(segment, nullptr);
+  std::vector<std::string> probes;
+  for (const auto& [key, address] : oracle) probes.push_back(key);
+  for (int i = 0; i < 3000; ++i) {
+    std::string probe = random_key(rng() % 8 != 0);
+    if (rng() % 2 == 0 && probe.size() >= start.size()) probe.insert(start.size(), 8, 'a');
+    probes.push_back(probe);
+  }
+  probes.push_back("");
+  probes.push_back("zzz");
+  for (const std::string& probe : probes) {
+    std::vector<uint64_t> expected;
+    auto range = oracle.equal_range(probe);
+    for (auto it = range.first; it != range.second; ++it) expected.push_back(it->second);
+    std::vector<uint64_t> actual = Find(*segment, Scalar::String(probe));
+    std::sort(actual.begin(), actual.end());
+    ASSERT_EQ(actual, expected) << "key of " << probe.size() << " bytes";
+  }
+}
+
 TEST_F(KeyIndexTest, EveryByteFlipIsCorruption) {
   for (KeyKind kind : {KeyKind::kInteger, KeyKind::kString}) {
     KeySegmentBuilder builder(kind);
