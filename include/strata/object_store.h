@@ -66,27 +66,6 @@ class ChangeWatch {
   virtual Result<uint64_t> Poll() = 0;
 };
 
-// While one lives on a thread, that thread's polls of any ChangeWatch may answer as of the
-// moment it was made instead of the moment each poll begins: a change that completed before
-// the batch was made has moved the count, a later one may not have yet. A reader that checks
-// several prefixes for one view of a store looks at the changes once (one system call
-// instead of one per prefix, for the local store) and sees them all as of one moment.
-// Nested batches keep the outermost one's moment. Not movable; confined to its thread.
-class ChangeWatchBatch {
- public:
-  ChangeWatchBatch();
-  ~ChangeWatchBatch();
-  ChangeWatchBatch(const ChangeWatchBatch&) = delete;
-  ChangeWatchBatch& operator=(const ChangeWatchBatch&) = delete;
-
-  // For ChangeWatch implementations: the calling thread's batch, unique in the process, or
-  // 0 when the thread has none (and every poll must look afresh).
-  static uint64_t Current();
-
- private:
-  bool outermost_;
-};
-
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;

@@ -4,9 +4,12 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <pthread.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -20,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "io/watch_batch.h"
 #include "util/mutex.h"
 
 namespace strata::io {
@@ -241,24 +245,52 @@ std::optional<DirIdentity> IdentityAt(const std::string& path) {
   return DirIdentity{st.st_dev, st.st_ino};
 }
 
-// Whether the directory open at `fd` is the root of a mount; nullopt when the kernel cannot
-// tell (statx without STATX_ATTR_MOUNT_ROOT, before Linux 5.8).
-std::optional<bool> IsMountRoot(int fd) {
+// A directory's identity and whether it is the root of a mount; nullopt when the kernel
+// cannot tell the latter (statx without STATX_ATTR_MOUNT_ROOT, before Linux 5.8).
+struct DirStat {
+  DirIdentity identity;
+  bool mount_root = false;
+};
+std::optional<DirStat> StatDir(int fd) {
   struct statx stx {};
-  if (::statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE, &stx) != 0 ||
+  if (::statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_INO, &stx) != 0 ||
       (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) == 0) {
     return std::nullopt;
   }
-  return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+  return DirStat{DirIdentity{makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_ino},
+                 (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0};
 }
 
-// The last component of `path`, or nullopt when it has none that names an entry.
-std::optional<std::string> EntryName(std::string_view path) {
-  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
-  const size_t slash = path.rfind('/');
-  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
-  if (name.empty() || name == "." || name == "..") return std::nullopt;
+// The last component of `path` when the path is absolute and plain (no empty, "." or ".."
+// component; one trailing slash allowed), so that its components are the directories the
+// ".." links lead up through; else nullopt.
+std::optional<std::string> PlainEntryName(std::string_view path) {
+  if (!path.starts_with('/')) return std::nullopt;
+  if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  std::string_view name;
+  for (std::string_view rest = path.substr(1); !rest.empty();) {
+    const size_t slash = rest.find('/');
+    name = rest.substr(0, slash);
+    if (name.empty() || name == "." || name == "..") return std::nullopt;
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+  }
+  if (name.empty()) return std::nullopt;  // the root itself
   return std::string(name);
+}
+
+// The identity of the directory `path` names, resolved with no symbolic link on the way
+// (openat2 RESOLVE_NO_SYMLINKS, as the store opens it); nullopt when it cannot be.
+std::optional<DirIdentity> IdentityWithoutLinks(const std::string& path) {
+  struct open_how how {};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS;
+  const long fd = ::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof(how));
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  const bool ok = ::fstat(static_cast<int>(fd), &st) == 0;
+  ::close(static_cast<int>(fd));
+  if (!ok) return std::nullopt;
+  return DirIdentity{st.st_dev, st.st_ino};
 }
 
 class InotifyChangeWatch final : public ChangeWatch {
@@ -286,6 +318,8 @@ class InotifyChangeWatch final : public ChangeWatch {
   InotifyChangeWatch(const InotifyChangeWatch&) = delete;
   InotifyChangeWatch& operator=(const InotifyChangeWatch&) = delete;
 
+  bool by_events() const { return by_events_; }
+
   Result<uint64_t> Poll() override {
     if (!by_events_ && IdentityAt(path_) != identity_) {
       return Status::NotFound(fmt::format("watched directory '{}' was removed or replaced", path_));
@@ -304,39 +338,37 @@ class InotifyChangeWatch final : public ChangeWatch {
   const uint64_t entry_events_;
 };
 
-// Watches the directories above the one open at `dir_fd` (named `entry` in its parent) up to
-// the root of its mount, parent first, so that their events tell when `path` stops naming
-// it: the parent for the entry removed, moved or replaced, every ancestor for its own move.
-// A mount's root above the parent needs no watch, as it cannot be moved or removed while
-// mounted. Empty when `dir_fd` is itself a mount's root; nullopt when this cannot be set up
-// (and then each poll checks the path instead).
+// Watches the directories above the one open at `dir_fd` (named `entry` in its parent), up
+// to the process's root, parent first, so that their events tell when its path stops naming
+// it: the parent for the entry made, removed or moved, every other one for its own move or
+// removal. The root itself cannot be moved. nullopt (and each poll checks the path instead)
+// when this cannot be set up, and when the way up crosses the root of a mount other than the
+// process's root: mounts move and unmount with no event.
 std::optional<std::vector<std::shared_ptr<DirWatch>>> WatchAncestors(Hub& hub, int dir_fd,
                                                                      const std::string& path,
                                                                      const std::string& entry) {
   std::vector<std::shared_ptr<DirWatch>> ancestors;
+  std::optional<DirStat> at = StatDir(dir_fd);
   int fd = dir_fd;
   bool complete = false;
-  std::optional<bool> root = IsMountRoot(dir_fd);
-  std::string at = path;
+  std::string name = path;
   constexpr int kMaxDepth = 256;
-  for (int depth = 0; root.has_value() && depth < kMaxDepth; ++depth) {
-    if (*root) {
-      complete = true;
-      break;
-    }
+  for (int depth = 0; at.has_value() && depth < kMaxDepth; ++depth) {
     const int up = ::openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd != dir_fd) ::close(fd);
     fd = up;
     if (fd < 0) break;
-    at += "/..";
-    root = IsMountRoot(fd);
-    if (!root.has_value()) break;
-    if (*root && depth > 0) {
-      complete = true;
+    const std::optional<DirStat> above = StatDir(fd);
+    if (!above.has_value()) break;
+    if (above->identity == at->identity) {  // `at` is the process's root
+      complete = depth > 0;                 // the watched directory itself is not
       break;
     }
+    if (at->mount_root) break;
+    at = above;
+    name += "/..";
     Result<std::shared_ptr<DirWatch>> added =
-        hub.Add(fd, at, depth == 0 ? kParentMask : kAncestorMask, depth == 0 ? &entry : nullptr);
+        hub.Add(fd, name, depth == 0 ? kParentMask : kAncestorMask, depth == 0 ? &entry : nullptr);
     if (!added.ok()) break;
     ancestors.push_back(std::move(*added));
   }
@@ -350,6 +382,21 @@ std::optional<std::vector<std::shared_ptr<DirWatch>>> WatchAncestors(Hub& hub, i
 
 }  // namespace
 
+namespace {
+std::atomic<uint64_t> last_batch{0};
+thread_local uint64_t current_batch = 0;
+}  // namespace
+
+ChangeWatchBatch::ChangeWatchBatch() : outermost_(current_batch == 0) {
+  if (outermost_) current_batch = last_batch.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+ChangeWatchBatch::~ChangeWatchBatch() {
+  if (outermost_) current_batch = 0;
+}
+
+uint64_t ChangeWatchBatch::Current() { return current_batch; }
+
 Result<std::unique_ptr<ChangeWatch>> WatchDirectory(int dir_fd, const std::string& path) {
   struct statfs fs {};
   struct stat st {};
@@ -361,25 +408,28 @@ Result<std::unique_ptr<ChangeWatch>> WatchDirectory(int dir_fd, const std::strin
   }
   const DirIdentity identity{st.st_dev, st.st_ino};
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<DirWatch> watch, hub->Add(dir_fd, path, kWatchedMask));
-  // Events tell whether the path still names the directory when it is absolute and every
-  // directory above it up to its mount's root is watched; else each poll stats the path.
+  // Events tell whether the path still names the directory when it is absolute and plain and
+  // every directory above it is watched (see WatchAncestors); else each poll stats the path.
   std::optional<std::vector<std::shared_ptr<DirWatch>>> ancestors;
-  const std::optional<std::string> name = EntryName(path);
-  if (path.starts_with('/') && name.has_value()) {
-    ancestors = WatchAncestors(*hub, dir_fd, path, *name);
-  }
-  const std::string entry = ancestors.has_value() ? *name : std::string();
-  const uint64_t entry_events = ancestors.has_value() && !ancestors->empty()
-                                    ? hub->EntryEvents(*ancestors->front(), entry)
-                                    : 0;
+  const std::optional<std::string> name = PlainEntryName(path);
+  if (name.has_value()) ancestors = WatchAncestors(*hub, dir_fd, path, *name);
+  const bool by_events = ancestors.has_value();
+  const std::string entry = by_events ? *name : std::string();
+  const uint64_t entry_events = by_events ? hub->EntryEvents(*ancestors->front(), entry) : 0;
   auto made = std::make_unique<InotifyChangeWatch>(hub, std::move(watch), path, identity,
                                                    std::move(ancestors), entry, entry_events);
-  // Everything is watched from here on; the path must name the directory now, or the events
-  // that would have told otherwise may have come before their watches.
-  if (IdentityAt(path) != identity) {
+  // Everything is watched from here on; the path must name the directory now (through the
+  // directories watched: no symbolic link on the way), or the events that would have told
+  // otherwise may have come before their watches.
+  if ((by_events ? IdentityWithoutLinks(path) : IdentityAt(path)) != identity) {
     return Status::NotFound(fmt::format("directory '{}' was replaced while being watched", path));
   }
   return std::unique_ptr<ChangeWatch>(std::move(made));
+}
+
+bool WatchesPathByEvents(const ChangeWatch& watch) {
+  const auto* inotify = dynamic_cast<const InotifyChangeWatch*>(&watch);
+  return inotify != nullptr && inotify->by_events();
 }
 
 }  // namespace strata::io

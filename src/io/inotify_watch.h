@@ -4,17 +4,18 @@
 // default), with one watch per directory shared by every ChangeWatch on it. Poll drains the
 // instance without blocking and moves the count of each directory an event names; the kernel
 // queues an event before the system call that made the change returns (fsnotify runs inside
-// it), so a change that completed before Poll began is always counted.
+// it), so a change that completed before Poll began is always counted (before the batch
+// began, inside a ChangeWatchBatch: io/watch_batch.h).
 //
 // A watch ends (Poll answers NotFound from then on, and its owner makes a new one) when
 // - its path no longer names the directory it was made on. The kernel reports a removed
 //   directory only once nothing holds it any more, and a directory moved away and replaced
-//   by another reports nothing, so the directories above it are watched too, up to the root
-//   of its mount: its parent for an entry of its name made, removed or moved, every other
-//   one for its own move or removal (a mount's root cannot be moved). A path that is not
-//   absolute, or a kernel that cannot tell a mount's root (before 5.8), falls back to one
-//   stat(2) of the path per poll. Events do not tell of a file system mounted over the
-//   directory or one above it while it is watched.
+//   by another reports nothing, so the directories above it are watched too, up to the
+//   process's root: its parent for an entry of its name made, removed or moved, every other
+//   one for its own move or removal. Where that cannot tell (a path that is not absolute or
+//   has "." or ".." in it, a way up through the root of another mount, which can move or
+//   be unmounted with no event, a kernel before 5.8), each poll stats the path instead.
+//   Events do not tell of a file system mounted over the directory or one above it.
 // - the kernel ends it (IN_IGNORED, IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT),
 // - the queue overflowed (IN_Q_OVERFLOW: events were lost, so every watch ends), or
 // - the process is a child forked after the instance was made (it shares the parent's queue
@@ -37,5 +38,9 @@ namespace strata::io {
 // systems, when /proc is unavailable, or when the kernel refuses another inotify instance or
 // watch.
 Result<std::unique_ptr<ChangeWatch>> WatchDirectory(int dir_fd, const std::string& path);
+
+// Whether `watch` (made by WatchDirectory) tells from events alone that its path still names
+// its directory, rather than by a stat(2) per poll. For tests.
+bool WatchesPathByEvents(const ChangeWatch& watch);
 
 }  // namespace strata::io

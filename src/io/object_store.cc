@@ -3,23 +3,7 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
-
 namespace strata {
-namespace {
-std::atomic<uint64_t> last_batch{0};
-thread_local uint64_t current_batch = 0;
-}  // namespace
-
-ChangeWatchBatch::ChangeWatchBatch() : outermost_(current_batch == 0) {
-  if (outermost_) current_batch = last_batch.fetch_add(1, std::memory_order_relaxed) + 1;
-}
-
-ChangeWatchBatch::~ChangeWatchBatch() {
-  if (outermost_) current_batch = 0;
-}
-
-uint64_t ChangeWatchBatch::Current() { return current_batch; }
 
 Status ValidateObjectKey(std::string_view key) {
   if (key.empty()) return Status::InvalidArgument("object key is empty");

@@ -9,13 +9,18 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "io/file_object_store.h"
+#include "io/file_system.h"
+#include "io/inotify_watch.h"
 #include "io/memory_file_system.h"
+#include "io/watch_batch.h"
 #include "support/status_assertions.h"
 #include "support/temp_dir.h"
 
@@ -487,6 +492,48 @@ TEST(LocalObjectStoreWatchTest, EndsWhenItsPathComesToNameAnotherDirectory) {
   }
 }
 
+// Mount points other than "/" at or above `path` (from /proc/self/mountinfo).
+std::vector<std::string> MountsAbove(const std::filesystem::path& path) {
+  std::vector<std::string> mounts;
+  std::ifstream info("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(info, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, device, root, mount_point;
+    fields >> id >> parent >> device >> root >> mount_point;
+    if (mount_point == "/") continue;
+    const std::string p = path.string();
+    if (p == mount_point || p.starts_with(mount_point + "/")) mounts.push_back(mount_point);
+  }
+  return mounts;
+}
+
+// A watch tells from events whether its path still names its directory exactly when that can
+// be trusted: an absolute, plain path whose way up to "/" crosses no other mount. Otherwise
+// (a path with ".." in it, a mount on the way) it stats the path on each poll.
+TEST(LocalObjectStoreWatchTest, WatchesThePathByEventsWhereEventsCanTell) {
+  strata::testing::TempDir temp("watch-route");
+  const std::filesystem::path root = std::filesystem::canonical(temp.path()) / "store";
+  std::filesystem::create_directories(root / "d");
+  std::filesystem::create_directories(root / "e");
+  auto posix = io::PosixFileSystem();
+  Result<std::unique_ptr<ChangeWatch>> plain = posix->WatchDir((root / "d").string());
+  if (plain.status().IsNotSupported()) GTEST_SKIP() << plain.status();
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const std::vector<std::string> mounts = MountsAbove(root);
+  EXPECT_EQ(io::WatchesPathByEvents(**plain), mounts.empty())
+      << "mounts on the way: " << ::testing::PrintToString(mounts);
+  Result<std::unique_ptr<ChangeWatch>> dotted = posix->WatchDir((root / "e" / ".." / "d").string());
+  ASSERT_TRUE(dotted.ok()) << dotted.status();
+  EXPECT_FALSE(io::WatchesPathByEvents(**dotted));
+  ASSERT_TRUE((*dotted)->Poll().ok());
+  // Either way, the path moving away ends the watch.
+  std::filesystem::rename(root / "d", root / "d-old");
+  std::filesystem::create_directory(root / "d");
+  EXPECT_TRUE((*plain)->Poll().status().IsNotFound());
+  EXPECT_TRUE((*dotted)->Poll().status().IsNotFound());
+}
+
 // Changes beside a watched directory and above it (other entries made, removed or moved in
 // its parent and further up) neither end the watch nor move its count.
 TEST(LocalObjectStoreWatchTest, IgnoresChangesBesideAndAboveIt) {
@@ -515,7 +562,7 @@ TEST(LocalObjectStoreWatchTest, IgnoresChangesBesideAndAboveIt) {
   EXPECT_NE(after, count);
 }
 
-// Within a ChangeWatchBatch, polls answer as of the batch's start: a change made before it is
+// Within a io::ChangeWatchBatch, polls answer as of the batch's start: a change made before it is
 // counted by the first poll, one made during it by the first poll after it (the local store
 // looks at its events once per batch, so not before). Nested batches keep the outer moment.
 TEST(LocalObjectStoreWatchTest, PollsInABatchAnswerAsOfItsStart) {
@@ -529,11 +576,11 @@ TEST(LocalObjectStoreWatchTest, PollsInABatchAnswerAsOfItsStart) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ChangeWatch> e, store->Watch("e/"));
   ASSERT_OK_AND_ASSIGN(uint64_t d_count, (*d)->Poll());
   ASSERT_OK_AND_ASSIGN(uint64_t e_count, e->Poll());
-  EXPECT_EQ(ChangeWatchBatch::Current(), 0u);
+  EXPECT_EQ(io::ChangeWatchBatch::Current(), 0u);
   ASSERT_OK(store->Put("d/b", "1"));
   {
-    const ChangeWatchBatch batch;
-    const uint64_t id = ChangeWatchBatch::Current();
+    const io::ChangeWatchBatch batch;
+    const uint64_t id = io::ChangeWatchBatch::Current();
     EXPECT_NE(id, 0u);
     ASSERT_OK_AND_ASSIGN(uint64_t in_batch, (*d)->Poll());
     EXPECT_NE(in_batch, d_count) << "a change before the batch";
@@ -541,22 +588,22 @@ TEST(LocalObjectStoreWatchTest, PollsInABatchAnswerAsOfItsStart) {
     ASSERT_OK(store->Put("d/c", "1"));
     ASSERT_OK(store->Put("e/b", "1"));
     {
-      const ChangeWatchBatch nested;
-      EXPECT_EQ(ChangeWatchBatch::Current(), id);
+      const io::ChangeWatchBatch nested;
+      EXPECT_EQ(io::ChangeWatchBatch::Current(), id);
       ASSERT_OK_AND_ASSIGN(in_batch, (*d)->Poll());
       EXPECT_EQ(in_batch, d_count) << "a change during the batch, not looked at yet";
       ASSERT_OK_AND_ASSIGN(in_batch, e->Poll());
       EXPECT_EQ(in_batch, e_count) << "another watch, as of the same moment";
     }
-    EXPECT_EQ(ChangeWatchBatch::Current(), id);
+    EXPECT_EQ(io::ChangeWatchBatch::Current(), id);
   }
-  EXPECT_EQ(ChangeWatchBatch::Current(), 0u);
+  EXPECT_EQ(io::ChangeWatchBatch::Current(), 0u);
   ASSERT_OK_AND_ASSIGN(uint64_t after, (*d)->Poll());
   EXPECT_NE(after, d_count);
   ASSERT_OK_AND_ASSIGN(after, e->Poll());
   EXPECT_NE(after, e_count);
   {  // a new batch looks afresh
-    const ChangeWatchBatch batch;
+    const io::ChangeWatchBatch batch;
     ASSERT_OK(store->Put("e/c", "1"));
     ASSERT_OK_AND_ASSIGN(e_count, e->Poll());
     EXPECT_NE(e_count, after);

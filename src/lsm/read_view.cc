@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <optional>
 
+#include "io/watch_batch.h"
 #include "lsm/shard_manifest.h"
 #include "util/log.h"
 
@@ -69,7 +71,7 @@ Result<ReadView> ReadViewSource::Build(ReadScope scope, const std::shared_ptr<ta
   }
   // The base, the shard registry and every manifest as of one moment, looked at once. The
   // consistency check after Build looks afresh, outside this batch.
-  const ChangeWatchBatch batch;
+  const io::ChangeWatchBatch batch;
   // The view's own handle on this version: another thread's Refresh of base_ (a merge
   // committing through this store) must not move a read that is under way.
   std::shared_ptr<table::Table> base;
@@ -302,6 +304,7 @@ Result<std::shared_ptr<const pb::ShardManifest>> ReadViewSource::LatestShardMani
 
 Result<bool> ReadViewSource::StillConsistent(const ReadView& view) const {
   if (view.pinned || view.covers_pending) return true;
+  assert(io::ChangeWatchBatch::Current() == 0);  // the poll below must look afresh
   // The common case: nothing was committed since the view's version, as the base chain's
   // watch tells without a request, or else two probes.
   const std::optional<Polled> polled = PollBase();

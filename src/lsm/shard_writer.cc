@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <deque>
 #include <limits>
 #include <thread>
 #include <utility>
 
+#include "io/watch_batch.h"
 #include "lsm/dictionary_canon.h"
 #include "lsm/generation.h"
 #include "lsm/key.h"
@@ -189,6 +191,7 @@ struct ShardWriter::Impl {
   // version `known` still existing after known+1 was seen missing proves known+1 was never
   // written; when `known` is gone too, the chain moved on and the latest version decides.
   Status CheckFence() {
+    assert(io::ChangeWatchBatch::Current() == 0);  // the poll below must look afresh
     if (fenced) return FencedStatus();
     MutexLock lock(fence_mu);  // one check at a time: the group leader's
     std::optional<uint64_t> count = PollFenceWatch();
