@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <functional>
+#include <latch>
 #include <map>
 #include <random>
 #include <set>
@@ -487,11 +488,15 @@ TEST_P(ShardWriterTest, CloseDuringARecodeLeavesEveryDirectoryListedOrRetired) {
   std::shared_ptr<ShardWriter> w;
   Status closed;
   std::thread closer;
-  bool hooked_ran = false;
+  std::atomic<bool> hooked_ran{false};
+  std::latch closer_made(1);
   // The recoder is about to publish when Close starts; it cancels or finishes the recode.
   auto hooked = std::make_shared<strata::testing::CopyHookedStore>(store_, "/bloom.bin", [&] {
     hooked_ran = true;
     closer = std::thread([&] { closed = w->Close(); });
+    // Close may let WaitForRecodes return before this assignment is done: the test thread
+    // joins `closer` only after this.
+    closer_made.count_down();
     while (w->Seal(false).ok()) std::this_thread::yield();  // until Close refuses calls
   });
   ASSERT_OK_AND_ASSIGN(w, OpenWriter(hooked, options));
@@ -499,6 +504,7 @@ TEST_P(ShardWriterTest, CloseDuringARecodeLeavesEveryDirectoryListedOrRetired) {
   ASSERT_OK(w->Seal(true).status());
   w->WaitForRecodes();
   ASSERT_TRUE(hooked_ran);
+  closer_made.wait();
   closer.join();
   ASSERT_OK(closed);
   pb::ShardManifest manifest;
