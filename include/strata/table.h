@@ -405,6 +405,11 @@ class Table {
   Result<RecordBatch> LookupKeys(const std::vector<expr::Scalar>& keys,
                                  const std::vector<std::string>& columns = {},
                                  bool with_row_address = false) const;
+  // For each of `keys`, 1 when the table holds a live row with that primary key. Answered
+  // from the key index alone (no row is read) for the fragments it covers; keys not found
+  // there are looked up in the fragments it does not cover, if any, by reading them.
+  // InvalidArgument when the table has no primary key.
+  Result<std::vector<uint8_t>> KeysPresent(const std::vector<expr::Scalar>& keys) const;
 
   // --- Changes (each commits one version and moves the handle to it) ------------------
   // Batches must have the table's columns (names and types; field metadata is ignored) or

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <new>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -293,9 +295,49 @@ std::vector<std::string> GenerationColumns(const Generation& generation, const R
   return WithTombstone(names);
 }
 
+// Drops from `live` the rows whose key a generation of `newer` holds (a row there, live or
+// a tombstone, hides this one): each key is tried against a generation's bloom filter, and
+// those that may be there against its key index, with no row read.
+Status DropKeysInNewer(std::span<const std::shared_ptr<Generation>> newer, const Array& key_column,
+                       const KeyColumnView& keys, std::vector<int64_t>* live) {
+  std::vector<int64_t> maybe;
+  std::vector<expr::Scalar> scalars;
+  for (const std::shared_ptr<Generation>& generation : newer) {
+    if (live->empty()) return Status::OK();
+    if (generation == nullptr) continue;
+    maybe.clear();
+    for (int64_t r : *live) {
+      if (generation->MayContain(keys[r])) maybe.push_back(r);
+    }
+    if (maybe.empty()) continue;
+    scalars.clear();
+    for (int64_t r : maybe) {
+      STRATA_ASSIGN_OR_RETURN(expr::Scalar key, KeyScalar(key_column, r));
+      scalars.push_back(std::move(key));
+    }
+    Result<std::vector<uint8_t>> present = generation->table()->KeysPresent(scalars);
+    if (!present.ok()) return present.status().WithContext(GenerationName(*generation));
+    std::vector<int64_t> hidden;
+    for (size_t i = 0; i < maybe.size(); ++i) {
+      if ((*present)[i]) hidden.push_back(maybe[i]);
+    }
+    if (hidden.empty()) continue;
+    // Both are ascending: keep the rows of `live` not in `hidden`.
+    std::vector<int64_t> kept;
+    std::set_difference(live->begin(), live->end(), hidden.begin(), hidden.end(),
+                        std::back_inserter(kept));
+    *live = std::move(kept);
+  }
+  return Status::OK();
+}
+
 // A generation holds one row per key, so a key met for the first time in it is its row.
+// With `newer` (the newer generations, when nothing older than this one is read), a row
+// passing the filter is checked against them rather than against `seen`, and this
+// generation's keys are not added to `seen` (see ScanInto).
 Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::string_view filter,
-                      KeySet& seen, Sink& sink) {
+                      KeySet& seen, Sink& sink,
+                      std::optional<std::span<const std::shared_ptr<Generation>>> newer) {
   const std::string what = GenerationName(generation);
   const std::string& key_name = plan.work_names[plan.work_key];
   table::ScanOptions rows_options;
@@ -316,6 +358,10 @@ Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::s
           for (int64_t r = 0; r < batch.num_rows(); ++r) {
             if (met[r] && !IsTombstone(tombstones, r)) live.push_back(r);
           }
+          if (newer.has_value()) {  // their keys are not in `seen`
+            STRATA_RETURN_IF_ERROR(
+                DropKeysInNewer(*newer, batch.GetColumnByName(key_name), keys, &live));
+          }
           if (live.empty()) return Status::OK();
           STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, GenerationRows(batch, plan, live, what));
           return Emit(plan, candidates, sink);
@@ -335,10 +381,15 @@ Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::s
         for (int64_t r = 0; r < batch.num_rows(); ++r) {
           if (!IsTombstone(tombstones, r) && !met[r]) live.push_back(r);
         }
+        if (newer.has_value()) {
+          STRATA_RETURN_IF_ERROR(
+              DropKeysInNewer(*newer, batch.GetColumnByName(key_name), keys, &live));
+        }
         if (live.empty()) return Status::OK();
         STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, GenerationRows(batch, plan, live, what));
         return Emit(plan, candidates, sink, /*filtered=*/true);
       }));
+  if (newer.has_value()) return Status::OK();
   // Then every key, tombstones and rows failing the filter included: each hides older rows.
   table::ScanOptions keys_options;
   keys_options.columns = {key_name};
@@ -407,6 +458,15 @@ Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink, 
         fmt::format("lsm scan: limit must be >= 0, got {}", *options.limit));
   }
   STRATA_ASSIGN_OR_RETURN(ReadPlan plan, MakePlan(view, options.columns, options.filter));
+  // A generation's keys go into `seen` so that older sources can drop the rows they hide. When
+  // only generations are older (no base rows follow, and the caller does not want the keys),
+  // a filtered scan instead checks the rows passing the filter against the newer generations'
+  // key indexes: a selective filter then reads and hashes the keys of those rows alone.
+  bool probe_newer = plan.filter.has_value() && include_base;
+  if (probe_newer && view.base) {
+    STRATA_ASSIGN_OR_RETURN(int64_t base_rows, view.base->CountRows());
+    probe_newer = base_rows == 0;
+  }
   if (!options.limit) {
     // Every key of the newer sources is remembered: size the set once for their rows instead
     // of rehashing it as it grows (at most KeySet::kMaxReserve keys).
@@ -415,19 +475,24 @@ Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink, 
       rows = std::min(rows + std::clamp<int64_t>(n, 0, KeySet::kMaxReserve), KeySet::kMaxReserve);
     };
     for (const auto& memtable : view.memtables) add(memtable ? memtable->rows() : 0);
-    for (const auto& generation : view.generations)
-      add(generation ? generation->entry().rows() : 0);
+    if (!probe_newer) {
+      for (const auto& generation : view.generations)
+        add(generation ? generation->entry().rows() : 0);
+    }
     seen.Reserve(static_cast<size_t>(rows));
   }
   for (const auto& memtable : view.memtables) {
     if (sink.full()) return Status::OK();
     if (memtable) STRATA_RETURN_IF_ERROR(ScanMemTable(*memtable, plan, seen, sink));
   }
-  for (const auto& generation : view.generations) {
+  const std::span<const std::shared_ptr<Generation>> generations(view.generations);
+  for (size_t g = 0; g < generations.size(); ++g) {
     if (sink.full()) return Status::OK();
-    if (generation) {
-      STRATA_RETURN_IF_ERROR(ScanGeneration(*generation, plan, options.filter, seen, sink));
-    }
+    if (generations[g] == nullptr) continue;
+    std::optional<std::span<const std::shared_ptr<Generation>>> newer;
+    if (probe_newer) newer = generations.first(g);
+    STRATA_RETURN_IF_ERROR(
+        ScanGeneration(*generations[g], plan, options.filter, seen, sink, newer));
   }
   if (view.base && include_base) {
     STRATA_RETURN_IF_ERROR(ScanBase(*view.base, plan, options.filter, seen, sink));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_set>
 
 #include "strata/builder.h"
 
@@ -599,6 +600,70 @@ Result<RecordBatch> Table::LookupKeys(const std::vector<expr::Scalar>& keys,
     if (with_row_address) builder->GetAs<UInt64Builder>(num_columns)->Append(address);
   }
   return builder->Finish();
+}
+
+Result<std::vector<uint8_t>> Table::KeysPresent(const std::vector<expr::Scalar>& keys) const {
+  internal::SnapshotPtr snapshot = impl_->current();
+  if (!snapshot->key_column) {
+    return Status::InvalidArgument("KeysPresent: the table has no primary-key column");
+  }
+  const int key_column = *snapshot->key_column;
+  internal::TableContext& context = *impl_->context;
+  STRATA_ASSIGN_OR_RETURN(internal::KeyKind kind,
+                          internal::KeyKindForType(*snapshot->schema->field(key_column)->type()));
+  std::vector<uint8_t> present(keys.size(), 0);
+  // The segments over live fragments, and the fragments they cover.
+  std::vector<std::shared_ptr<const internal::KeySegment>> segments;
+  std::unordered_set<uint32_t> covered;
+  const pb::Index* index = snapshot->key_index();
+  if (index != nullptr && index->field_id() == snapshot->field_ids[key_column]) {
+    for (const pb::KeySegment& entry : index->segments()) {
+      bool live = false;
+      for (uint32_t id : entry.fragment_ids()) {
+        if (snapshot->FindFragment(id) != nullptr) {
+          covered.insert(id);
+          live = true;
+        }
+      }
+      if (!live) continue;
+      STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const internal::KeySegment> segment,
+                              context.cache.Segment(*context.store, context.prefix, entry));
+      segments.push_back(std::move(segment));
+    }
+  }
+  std::vector<uint64_t> addresses;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    std::optional<expr::Scalar> normalized = internal::NormalizeKey(keys[k], kind);
+    if (!normalized) continue;
+    addresses.clear();
+    for (const auto& segment : segments) segment->Lookup(*normalized, &addresses);
+    for (uint64_t address : addresses) {
+      const pb::Fragment* fragment = snapshot->FindFragment(RowAddressFragment(address));
+      const uint32_t offset = RowAddressOffset(address);
+      if (fragment == nullptr || offset >= fragment->physical_rows()) continue;
+      if (fragment->has_deletion()) {
+        STRATA_ASSIGN_OR_RETURN(
+            std::shared_ptr<const internal::DeletionVector> deletions,
+            context.cache.Deletions(*context.store, context.prefix, fragment->deletion(),
+                                    fragment->physical_rows()));
+        if (deletions->Contains(offset)) continue;
+      }
+      present[k] = 1;
+      break;
+    }
+  }
+  const bool all_covered =
+      std::all_of(snapshot->manifest.fragments().begin(), snapshot->manifest.fragments().end(),
+                  [&](const pb::Fragment& f) { return covered.contains(f.id()); });
+  if (all_covered) return present;
+  // A key the index did not find may sit in a fragment it does not cover.
+  const std::vector<std::string> key_only = {snapshot->schema->field(key_column)->name()};
+  for (size_t k = 0; k < keys.size(); ++k) {
+    if (present[k]) continue;
+    STRATA_ASSIGN_OR_RETURN(RecordBatch rows, LookupKeys({keys[k]}, key_only));
+    present[k] = rows.num_rows() > 0;
+  }
+  return present;
 }
 
 }  // namespace strata::table

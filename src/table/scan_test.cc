@@ -272,6 +272,32 @@ TEST_F(ScanTest, LookupKeysFindsDuplicatesInAddressOrderAndSkipsDeletedRows) {
   EXPECT_TRUE(table_->LookupKeys({expr::Scalar::Int64(1)}, {"nope"}).status().IsInvalidArgument());
 }
 
+// KeysPresent answers from the key index what LookupKeys answers by reading rows: keys in
+// several fragments, duplicated, deleted, missing, or of a kind that never matches.
+TEST_F(ScanTest, KeysPresentAgreesWithLookupKeys) {
+  ASSERT_OK(table_->Append({KeyedRows(10, 3)}).status());  // 10, 11, 12 again
+  ASSERT_OK(table_->DeleteKeys({expr::Scalar::Int64(95), expr::Scalar::Int64(40)}).status());
+  std::vector<expr::Scalar> keys;
+  for (int64_t k = -3; k < 105; ++k) keys.push_back(expr::Scalar::Int64(k));
+  keys.push_back(expr::Scalar::String("11"));
+  keys.push_back(expr::Scalar());
+  keys.push_back(expr::Scalar::Double(11.5));
+  keys.push_back(expr::Scalar::Double(12.0));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> present, table_->KeysPresent(keys));
+  ASSERT_EQ(present.size(), keys.size());
+  int found = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_OK_AND_ASSIGN(RecordBatch rows, table_->LookupKeys({keys[i]}, {"id"}));
+    EXPECT_EQ(present[i] != 0, rows.num_rows() > 0) << keys[i].ToString();
+    found += present[i];
+  }
+  EXPECT_EQ(found, 99);  // 0..99 without 40 and 95, and 12.0
+  ASSERT_OK_AND_ASSIGN(present, table_->KeysPresent({}));
+  EXPECT_TRUE(present.empty());
+  ASSERT_OK_AND_ASSIGN(auto plain, Table::Create(store_, "plain/", schema({field("x", int64())})));
+  EXPECT_TRUE(plain->KeysPresent({expr::Scalar::Int64(1)}).status().IsInvalidArgument());
+}
+
 TEST(LookupKeysTest, StringKeysAndTablesWithoutKey) {
   auto store = NewMemoryObjectStore();
   SchemaPtr s =
