@@ -245,20 +245,23 @@ std::optional<DirIdentity> IdentityAt(const std::string& path) {
   return DirIdentity{st.st_dev, st.st_ino};
 }
 
-// A directory's identity and whether it is the root of a mount; nullopt when the kernel
-// cannot tell the latter (statx without STATX_ATTR_MOUNT_ROOT, before Linux 5.8).
+// A directory's identity, the mount it was reached through, and whether it is that mount's
+// root; nullopt when the kernel cannot tell the last two (statx without STATX_MNT_ID and
+// STATX_ATTR_MOUNT_ROOT, before Linux 5.8).
 struct DirStat {
   DirIdentity identity;
+  uint64_t mount_id = 0;
   bool mount_root = false;
 };
 std::optional<DirStat> StatDir(int fd) {
   struct statx stx {};
-  if (::statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_INO, &stx) != 0 ||
+  if (::statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_INO | STATX_MNT_ID, &stx) != 0 ||
+      (stx.stx_mask & STATX_MNT_ID) == 0 ||
       (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) == 0) {
     return std::nullopt;
   }
   return DirStat{DirIdentity{makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_ino},
-                 (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0};
+                 stx.stx_mnt_id, (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0};
 }
 
 // The last component of `path` when the path is absolute and plain (no empty, "." or ".."
@@ -360,8 +363,10 @@ std::optional<std::vector<std::shared_ptr<DirWatch>>> WatchAncestors(Hub& hub, i
     if (fd < 0) break;
     const std::optional<DirStat> above = StatDir(fd);
     if (!above.has_value()) break;
-    if (above->identity == at->identity) {  // `at` is the process's root
-      complete = depth > 0;                 // the watched directory itself is not
+    // Only the process's root is its own parent; a bind mount of it elsewhere has the same
+    // inode but another mount.
+    if (above->identity == at->identity && above->mount_id == at->mount_id) {
+      complete = depth > 0;  // the watched directory itself is not
       break;
     }
     if (at->mount_root) break;

@@ -13,8 +13,9 @@
 //   by another reports nothing, so the directories above it are watched too, up to the
 //   process's root: its parent for an entry of its name made, removed or moved, every other
 //   one for its own move or removal. Where that cannot tell (a path that is not absolute or
-//   has "." or ".." in it, a way up through the root of another mount, which can move or
-//   be unmounted with no event, a kernel before 5.8), each poll stats the path instead.
+//   has ".", ".." or empty components, a directory that is the root of a mount other than
+//   the process's root or lies below one, as mounts move and unmount with no event, a kernel
+//   before 5.8), each poll stats the path instead.
 //   Events do not tell of a file system mounted over the directory or one above it.
 // - the kernel ends it (IN_IGNORED, IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT),
 // - the queue overflowed (IN_Q_OVERFLOW: events were lost, so every watch ends), or

@@ -462,7 +462,11 @@ Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink, 
   // only generations are older (no base rows follow, and the caller does not want the keys),
   // a filtered scan instead checks the rows passing the filter against the newer generations'
   // key indexes: a selective filter then reads and hashes the keys of those rows alone.
-  bool probe_newer = plan.filter.has_value() && include_base;
+  // Each row passing the filter is tried against every newer generation's bloom filter, so
+  // with many generations and an unselective filter that costs more than the key pass.
+  constexpr size_t kMaxProbedGenerations = 16;
+  bool probe_newer =
+      plan.filter.has_value() && include_base && view.generations.size() <= kMaxProbedGenerations;
   if (probe_newer && view.base) {
     STRATA_ASSIGN_OR_RETURN(int64_t base_rows, view.base->CountRows());
     probe_newer = base_rows == 0;

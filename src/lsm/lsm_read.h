@@ -14,8 +14,11 @@
 // (zone maps, key index) and every row whose key appeared in a newer source is dropped.
 // Memtables, and generations when there is no filter, are read whole in one pass; with a
 // filter a generation is read twice: its rows with the filter pushed down, then only its
-// keys (every key hides older rows, whether its row passed the filter or not). Order:
-// newer-source rows, then base rows in base scan order.
+// keys (every key hides older rows, whether its row passed the filter or not). When no base
+// rows follow a filtered scan (and the caller does not want the keys), the key pass is
+// skipped instead: each generation's rows passing the filter are checked against the newer
+// generations' bloom filters and key indexes (when the view has at most 16 generations).
+// Order: newer-source rows, then base rows in base scan order.
 #pragma once
 
 #include <cstddef>

@@ -292,6 +292,36 @@ TEST_F(LsmReadTest, TombstoneHidesOlderSourcesAndNewerPutResurrects) {
   EXPECT_EQ(Get(View({g2, g1}, {mem_put_del}), {2}), std::vector<Row>{});
 }
 
+// With no base rows, a filtered scan checks each generation's rows passing the filter
+// against the newer generations' key indexes instead of collecting keys: rows that newer
+// generations overwrite (passing the filter or not) or delete stay hidden, and so do those a
+// memtable overwrites or deletes.
+TEST_F(LsmReadTest, FilteredScansWithNoBaseRowsStillHideOlderVersions) {
+  ASSERT_OK_AND_ASSIGN(
+      auto g1, Gen({Put(1, "ok", 11), Put(2, "ok", 12), Put(5, "ok", 15), Put(6, "ok", 16)}));
+  ASSERT_OK_AND_ASSIGN(auto g2, Gen({Put(1, "bad", 21), Del(2), Put(3, "ok", 23)}));
+  ASSERT_OK_AND_ASSIGN(auto g3, Gen({Put(3, "bad", 33), Put(7, "ok", 37)}));
+  for (bool with_base : {true, false}) {  // an empty base table, or none
+    SCOPED_TRACE(with_base ? "empty base" : "no base");
+    const LsmView view = View({g3, g2, g1}, {}, with_base);
+    LsmScanOptions ok_only;
+    ok_only.filter = "status = 'ok'";
+    EXPECT_EQ(Scan(view, ok_only), (std::vector<Row>{{7, "ok", 37}, {5, "ok", 15}, {6, "ok", 16}}));
+    EXPECT_EQ(Count(view, ok_only.filter), 3);
+    ok_only.offset = 1;
+    ok_only.limit = 1;
+    EXPECT_EQ(Scan(view, ok_only), (std::vector<Row>{{5, "ok", 15}}));
+    LsmScanOptions big_n;
+    big_n.filter = "n > 20";
+    EXPECT_EQ(Scan(view, big_n), (std::vector<Row>{{3, "bad", 33}, {7, "ok", 37}, {1, "bad", 21}}));
+    LsmScanOptions hidden;
+    hidden.filter = "n < 20";
+    EXPECT_EQ(Scan(view, hidden), (std::vector<Row>{{5, "ok", 15}, {6, "ok", 16}}));
+    const LsmView with_mem = View({g3, g2, g1}, {Mem({Del(5), Put(6, "mem", 6)})}, with_base);
+    EXPECT_EQ(Scan(with_mem, hidden), (std::vector<Row>{{6, "mem", 6}}));
+  }
+}
+
 TEST_F(LsmReadTest, FilterNeverResurrectsAnOverwrittenRow) {
   BaseApply({Put(1, "ok", 1), Put(2, "ok", 2)});
   ASSERT_OK_AND_ASSIGN(auto g1, Gen({Put(1, "bad", 3)}));
