@@ -13,6 +13,32 @@
 namespace strata::table::internal {
 namespace {
 
+// The key index's segments that cover a fragment of `snapshot`, loaded, with the ids of the
+// fragments they cover added to `covered`. None when the table has no index on its key.
+Result<std::vector<std::shared_ptr<const KeySegment>>> LiveKeySegments(
+    TableContext& context, const Snapshot& snapshot, std::unordered_set<uint32_t>* covered) {
+  std::vector<std::shared_ptr<const KeySegment>> segments;
+  const pb::Index* index = snapshot.key_index();
+  if (!snapshot.key_column || index == nullptr ||
+      index->field_id() != snapshot.field_ids[*snapshot.key_column]) {
+    return segments;
+  }
+  for (const pb::KeySegment& entry : index->segments()) {
+    bool live = false;
+    for (uint32_t id : entry.fragment_ids()) {
+      if (snapshot.FindFragment(id) != nullptr) {
+        covered->insert(id);
+        live = true;
+      }
+    }
+    if (!live) continue;
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const KeySegment> segment,
+                            context.cache.Segment(*context.store, context.prefix, entry));
+    segments.push_back(std::move(segment));
+  }
+  return segments;
+}
+
 // The value of key column `array` at `row` in the form the key index compares.
 std::optional<expr::Scalar> KeyAt(const Array& array, int64_t row, KeyKind kind) {
   if (array.IsNull(row)) return std::nullopt;
@@ -126,20 +152,11 @@ Result<std::unique_ptr<RowSelector>> RowSelector::Make(std::shared_ptr<TableCont
         std::sort(s.normalized_keys_.begin(), s.normalized_keys_.end(), ScalarLess);
       }
       s.no_rows_ = s.normalized_keys_.empty();
-      const pb::Index* index = snapshot->key_index();
-      if (!s.no_rows_ && index != nullptr && index->field_id() == snapshot->field_ids[key_column]) {
+      if (!s.no_rows_) {
+        STRATA_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<const KeySegment>> segments,
+                                LiveKeySegments(*context, *snapshot, &s.covered_));
         std::vector<uint64_t> addresses;
-        for (const pb::KeySegment& entry : index->segments()) {
-          bool live = false;
-          for (uint32_t id : entry.fragment_ids()) {
-            if (snapshot->FindFragment(id) != nullptr) {
-              s.covered_.insert(id);
-              live = true;
-            }
-          }
-          if (!live) continue;
-          STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const KeySegment> segment,
-                                  context->cache.Segment(*context->store, context->prefix, entry));
+        for (const auto& segment : segments) {
           for (const expr::Scalar& key : s.normalized_keys_) segment->Lookup(key, &addresses);
         }
         for (uint64_t address : addresses) {
@@ -613,24 +630,9 @@ Result<std::vector<uint8_t>> Table::KeysPresent(const std::vector<expr::Scalar>&
                           internal::KeyKindForType(*snapshot->schema->field(key_column)->type()));
   std::vector<uint8_t> present(keys.size(), 0);
   // The segments over live fragments, and the fragments they cover.
-  std::vector<std::shared_ptr<const internal::KeySegment>> segments;
   std::unordered_set<uint32_t> covered;
-  const pb::Index* index = snapshot->key_index();
-  if (index != nullptr && index->field_id() == snapshot->field_ids[key_column]) {
-    for (const pb::KeySegment& entry : index->segments()) {
-      bool live = false;
-      for (uint32_t id : entry.fragment_ids()) {
-        if (snapshot->FindFragment(id) != nullptr) {
-          covered.insert(id);
-          live = true;
-        }
-      }
-      if (!live) continue;
-      STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const internal::KeySegment> segment,
-                              context.cache.Segment(*context.store, context.prefix, entry));
-      segments.push_back(std::move(segment));
-    }
-  }
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<const internal::KeySegment>> segments,
+                          internal::LiveKeySegments(context, *snapshot, &covered));
   std::vector<uint64_t> addresses;
   for (size_t k = 0; k < keys.size(); ++k) {
     std::optional<expr::Scalar> normalized = internal::NormalizeKey(keys[k], kind);
