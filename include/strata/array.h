@@ -45,6 +45,10 @@ struct ArrayData {
   ArrayDataPtr dictionary;  // dictionary type only
 };
 
+// Bytes of every buffer `data` holds, children and dictionary included. A slice counts the
+// whole buffers it shares.
+int64_t BufferBytes(const ArrayData& data);
+
 class Array {
  public:
   Array() = default;

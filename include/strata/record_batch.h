@@ -32,6 +32,8 @@ class RecordBatch {
   Array GetColumnByName(std::string_view name) const;
 
   RecordBatch Slice(int64_t offset, int64_t length) const;
+  // Bytes of every buffer the columns hold (BufferBytes of each column's data).
+  int64_t BufferBytes() const;
   Result<RecordBatch> Project(const std::vector<int>& indices) const;
 
   // Same schema (metadata optional) and equal columns.

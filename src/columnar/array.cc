@@ -32,6 +32,16 @@ Result<Array> Array::Make(ArrayData data) {
   return out;
 }
 
+int64_t BufferBytes(const ArrayData& data) {
+  int64_t bytes = 0;
+  for (const Buffer& buffer : data.buffers) bytes += buffer.size();
+  for (const ArrayDataPtr& child : data.children) {
+    if (child != nullptr) bytes += BufferBytes(*child);
+  }
+  if (data.dictionary != nullptr) bytes += BufferBytes(*data.dictionary);
+  return bytes;
+}
+
 Array Array::MakeNull(DataTypePtr type, int64_t length) {
   ArrayData data;
   data.type = type;

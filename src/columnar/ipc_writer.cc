@@ -366,11 +366,11 @@ int FileWriter::num_batches() const { return impl_->writer->num_batches(); }
 
 namespace {
 
-int64_t BufferBytes(const ArrayData& data) {
+int64_t IpcBufferBytes(const ArrayData& data) {
   int64_t n = 0;
   for (const Buffer& buffer : data.buffers) n += buffer.size() + 64;  // + alignment padding
-  for (const ArrayDataPtr& child : data.children) n += BufferBytes(*child);
-  if (data.dictionary != nullptr) n += BufferBytes(*data.dictionary);
+  for (const ArrayDataPtr& child : data.children) n += IpcBufferBytes(*child);
+  if (data.dictionary != nullptr) n += IpcBufferBytes(*data.dictionary);
   return n;
 }
 
@@ -379,7 +379,7 @@ int64_t BufferBytes(const ArrayData& data) {
 int64_t EstimateIpcBytes(const std::vector<RecordBatch>& batches) {
   int64_t n = 4096;
   for (const RecordBatch& batch : batches) {
-    for (int i = 0; i < batch.num_columns(); ++i) n += BufferBytes(*batch.column(i).data());
+    for (int i = 0; i < batch.num_columns(); ++i) n += IpcBufferBytes(*batch.column(i).data());
   }
   return n;
 }

@@ -48,6 +48,14 @@ Array RecordBatch::GetColumnByName(std::string_view name) const {
   return i < 0 ? Array() : columns_[i];
 }
 
+int64_t RecordBatch::BufferBytes() const {
+  int64_t bytes = 0;
+  for (const Array& column : columns_) {
+    if (column.is_valid_handle()) bytes += strata::BufferBytes(*column.data());
+  }
+  return bytes;
+}
+
 RecordBatch RecordBatch::Slice(int64_t offset, int64_t length) const {
   std::vector<Array> cols;
   cols.reserve(columns_.size());

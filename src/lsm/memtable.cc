@@ -12,25 +12,6 @@ namespace strata::lsm {
 
 namespace {
 
-// Bytes of every buffer an array holds, children and dictionary included.
-int64_t ArrayDataBytes(const ArrayData& data) {
-  int64_t bytes = 0;
-  for (const Buffer& buffer : data.buffers) bytes += buffer.size();
-  for (const ArrayDataPtr& child : data.children) {
-    if (child != nullptr) bytes += ArrayDataBytes(*child);
-  }
-  if (data.dictionary != nullptr) bytes += ArrayDataBytes(*data.dictionary);
-  return bytes;
-}
-
-int64_t BatchBytes(const RecordBatch& batch) {
-  int64_t bytes = 0;
-  for (const Array& column : batch.columns()) {
-    if (column.is_valid_handle()) bytes += ArrayDataBytes(*column.data());
-  }
-  return bytes;
-}
-
 // The newest row of `key` in batches [0, limit), searched newest first. Batches are
 // immutable, so no lock is needed.
 std::optional<MemRowRef> ScanBackwards(
@@ -112,7 +93,7 @@ Status MemTable::Append(RecordBatch batch, bool tombstone, const pb::WalPosition
   STRATA_ASSIGN_OR_RETURN(
       entry->keys, EncodeKeys(batch.column(key_column_), schema_->field(key_column_)->name()));
   const int64_t num_rows = batch.num_rows();
-  const int64_t bytes = BatchBytes(batch);
+  const int64_t bytes = batch.BufferBytes();
   entry->batch = std::move(batch);
   entry->tombstone = tombstone;
   entry->wal_end = wal_end;

@@ -20,25 +20,6 @@ namespace {
 
 constexpr int64_t kPermitBytes = int64_t{1} << 20;
 
-int64_t ArrayDataBytes(const ArrayData& data) {
-  int64_t total = 0;
-  for (const Buffer& buffer : data.buffers) total += buffer.size();
-  for (const ArrayDataPtr& child : data.children) {
-    if (child != nullptr) total += ArrayDataBytes(*child);
-  }
-  if (data.dictionary != nullptr) total += ArrayDataBytes(*data.dictionary);
-  return total;
-}
-
-// Bytes of the buffers a batch holds in memory.
-int64_t BatchBytes(const RecordBatch& batch) {
-  int64_t total = 0;
-  for (const Array& column : batch.columns()) {
-    if (column.is_valid_handle()) total += ArrayDataBytes(*column.data());
-  }
-  return total;
-}
-
 Result<uint64_t> ReadWatermark(const table::Table& base, const Uuid& shard) {
   KeyValueMetadata metadata = base.metadata();
   std::optional<std::string_view> value = metadata.Get(MergedWatermarkKey(shard));
@@ -114,7 +95,7 @@ Status Deduplicate(const std::vector<ReadGeneration>& generations, const SchemaP
                                      std::move(columns)));
       }
       STRATA_ASSIGN_OR_RETURN(RecordBatch aligned, AlignBatchToSchema(taken, base_schema));
-      out.bytes += BatchBytes(aligned);
+      out.bytes += aligned.BufferBytes();
       newest_first.push_back(std::move(aligned));
     }
   }
@@ -330,7 +311,7 @@ Result<std::optional<PreparedMerge>> TryPrepareMerge(const std::shared_ptr<table
     }
     gen.batches = std::move(*batches);
     int64_t gen_bytes = 0;
-    for (const RecordBatch& batch : gen.batches) gen_bytes += BatchBytes(batch);
+    for (const RecordBatch& batch : gen.batches) gen_bytes += batch.BufferBytes();
     if (options.budget != nullptr && !prepared.reservation.TryGrowTo(read_bytes + gen_bytes)) {
       if (read.empty()) {
         return Status::Busy(fmt::format(

@@ -76,14 +76,6 @@ struct Op {
   bool tombstone = false;
 };
 
-int64_t ArrayDataBytes(const ArrayData& data) {
-  int64_t total = 0;
-  for (const Buffer& b : data.buffers) total += b.size();
-  for (const ArrayDataPtr& c : data.children) total += c ? ArrayDataBytes(*c) : 0;
-  if (data.dictionary) total += ArrayDataBytes(*data.dictionary);
-  return total;
-}
-
 // A store holding a keyed base table and one shard with a claimed manifest.
 class MergeEnv {
  public:
@@ -153,9 +145,7 @@ class MergeEnv {
     Result<std::vector<RecordBatch>> batches = (*it)->ToBatches();
     EXPECT_TRUE(batches.ok());
     int64_t total = 0;
-    for (const RecordBatch& b : *batches) {
-      for (const Array& c : b.columns()) total += ArrayDataBytes(*c.data());
-    }
+    for (const RecordBatch& b : *batches) total += b.BufferBytes();
     return total;
   }
 

@@ -259,7 +259,7 @@ class ChangeCollector {
         if (replaced) running_.Remove(*replaced);
         running_.Add(hash);
       }
-      pending_bytes_ += internal::BatchBytes(piece);
+      pending_bytes_ += piece.BufferBytes();
       pending_rows_ += take;
       pending_.push_back(std::move(piece));
       at += take;

@@ -61,30 +61,8 @@ Result<uint64_t> ScanHashed(const store::StorageBase& store,
       restart);
 }
 
-namespace {
-
-int64_t DataBytes(const ArrayData& data) {
-  int64_t bytes = 0;
-  for (const Buffer& b : data.buffers) bytes += b.size();
-  for (const ArrayDataPtr& child : data.children) {
-    if (child) bytes += DataBytes(*child);
-  }
-  if (data.dictionary) bytes += DataBytes(*data.dictionary);
-  return bytes;
-}
-
-}  // namespace
-
 double SecondsSince(Clock& clock, int64_t start_nanos) {
   return static_cast<double>(clock.MonotonicNanos() - start_nanos) / 1e9;
-}
-
-int64_t BatchBytes(const RecordBatch& batch) {
-  int64_t bytes = 0;
-  for (const Array& column : batch.columns()) {
-    if (column.data()) bytes += DataBytes(*column.data());
-  }
-  return bytes;
 }
 
 Result<FullScan> ScanAll(const store::StorageBase& store) {

@@ -53,7 +53,4 @@ Result<FullScan> ScanAll(const store::StorageBase& store);
 // Seconds on `clock`'s monotonic time since `start_nanos` (Clock::MonotonicNanos).
 double SecondsSince(Clock& clock, int64_t start_nanos);
 
-// Bytes held by the buffers of `batch` (an estimate of its in-memory size).
-int64_t BatchBytes(const RecordBatch& batch);
-
 }  // namespace strata::replication::internal
