@@ -9,10 +9,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
 #include <iterator>
 #include <new>
 #include <span>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -20,6 +24,7 @@
 #include "lsm/layout.h"
 #include "strata/builder.h"
 #include "util/checksum.h"
+#include "util/mutex.h"
 
 namespace strata::lsm {
 namespace {
@@ -353,14 +358,21 @@ Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::s
           STRATA_ASSIGN_OR_RETURN(KeyColumnView keys,
                                   KeyColumnView::Make(batch.GetColumnByName(key_name), key_name));
           STRATA_ASSIGN_OR_RETURN(Array tombstones, TombstoneColumn(batch, what));
-          seen.InsertAll(keys, &met);  // 1: the key is new, so this row is its newest
           std::vector<int64_t> live;
-          for (int64_t r = 0; r < batch.num_rows(); ++r) {
-            if (met[r] && !IsTombstone(tombstones, r)) live.push_back(r);
-          }
-          if (newer.has_value()) {  // their keys are not in `seen`
+          if (newer.has_value()) {
+            // `seen` holds the memtables' keys alone and is only read (generations may be
+            // scanned on several threads); the newer generations are probed instead.
+            seen.ContainsAll(keys, &met);  // 1: a memtable holds the key
+            for (int64_t r = 0; r < batch.num_rows(); ++r) {
+              if (!met[r] && !IsTombstone(tombstones, r)) live.push_back(r);
+            }
             STRATA_RETURN_IF_ERROR(
                 DropKeysInNewer(*newer, batch.GetColumnByName(key_name), keys, &live));
+          } else {
+            seen.InsertAll(keys, &met);  // 1: the key is new, so this row is its newest
+            for (int64_t r = 0; r < batch.num_rows(); ++r) {
+              if (met[r] && !IsTombstone(tombstones, r)) live.push_back(r);
+            }
           }
           if (live.empty()) return Status::OK();
           STRATA_ASSIGN_OR_RETURN(RecordBatch candidates, GenerationRows(batch, plan, live, what));
@@ -399,6 +411,151 @@ Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::s
         seen.InsertAll(keys, &met);
         return Status::OK();
       });
+}
+
+// Generations scanned on helper threads, their output handed to the reading thread's sink
+// in the generations' order (newest first), as a scan on one thread would emit it. Each
+// generation is scanned into its own queue; a queue other than the one being read stops
+// taking batches while `max_queued_bytes` wait in all queues together, so memory stays
+// bounded whatever the filter selects. Destroying it cancels the helpers and joins them.
+class ParallelGenerationScan {
+ public:
+  using ScanOne = std::function<Status(size_t generation, Sink& out)>;
+
+  ParallelGenerationScan(size_t generations, int threads, int64_t max_queued_bytes, ScanOne scan)
+      : scan_(std::move(scan)),
+        max_queued_bytes_(max_queued_bytes),
+        num_generations_(generations),
+        queues_(generations) {
+    threads_.reserve(static_cast<size_t>(threads));
+    try {
+      for (int t = 0; t < threads; ++t) threads_.emplace_back([this] { Work(); });
+    } catch (...) {  // a thread that cannot start: stop and join those that did
+      Cancel();
+      for (std::thread& thread : threads_) thread.join();
+      throw;
+    }
+  }
+  ~ParallelGenerationScan() {
+    Cancel();
+    for (std::thread& thread : threads_) thread.join();
+  }
+  ParallelGenerationScan(const ParallelGenerationScan&) = delete;
+  ParallelGenerationScan& operator=(const ParallelGenerationScan&) = delete;
+
+  // Hands every generation's batches to `sink` in order, until the sink is full or a
+  // generation's scan fails (its error is returned; the helpers are cancelled).
+  Status Drain(Sink& sink) {
+    for (size_t g = 0; g < num_generations_; ++g) {
+      while (true) {
+        std::optional<RecordBatch> batch;
+        {
+          MutexLock lock(mu_);
+          reading_ = g;
+          cv_.SignalAll();  // a helper waiting to queue into `g` may go on
+          Queue& queue = queues_[g];
+          while (queue.batches.empty() && !queue.done) cv_.Wait(mu_);
+          if (queue.batches.empty()) {
+            if (queue.exception) std::rethrow_exception(queue.exception);
+            if (!queue.status.ok()) return queue.status;
+            break;
+          }
+          batch = std::move(queue.batches.front());
+          queue.batches.pop_front();
+          queued_bytes_ -= batch->BufferBytes();
+          cv_.SignalAll();
+        }
+        STRATA_RETURN_IF_ERROR(sink.Add(std::move(*batch)));
+        if (sink.full()) return Status::OK();
+      }
+    }
+    return Status::OK();
+  }
+
+ private:
+  struct Queue {
+    std::deque<RecordBatch> batches;
+    bool done = false;
+    Status status;
+    std::exception_ptr exception;  // rethrown on the reading thread, as it would be inline
+  };
+
+  void Cancel() {
+    MutexLock lock(mu_);
+    cancelled_ = true;
+    cv_.SignalAll();
+  }
+
+  void Work() {
+    while (true) {
+      size_t g = 0;
+      {
+        MutexLock lock(mu_);
+        if (cancelled_ || next_ >= num_generations_) return;
+        g = next_++;
+      }
+      Sink out(0, std::nullopt, [this, g](RecordBatch batch) { return Push(g, std::move(batch)); });
+      Status status;
+      std::exception_ptr exception;
+      try {
+        status = scan_(g, out);
+      } catch (...) {
+        exception = std::current_exception();
+      }
+      MutexLock lock(mu_);
+      queues_[g].done = true;
+      queues_[g].status = std::move(status);
+      queues_[g].exception = exception;
+      cv_.SignalAll();
+    }
+  }
+
+  Status Push(size_t g, RecordBatch batch) {
+    const int64_t bytes = batch.BufferBytes();
+    MutexLock lock(mu_);
+    // The queue being read always takes its batches: the reader waits for them.
+    while (!cancelled_ && g != reading_ && queued_bytes_ > 0 &&
+           queued_bytes_ + bytes > max_queued_bytes_) {
+      cv_.Wait(mu_);
+    }
+    if (cancelled_) return Status::Aborted("lsm scan: cancelled");
+    queues_[g].batches.push_back(std::move(batch));
+    queued_bytes_ += bytes;
+    cv_.SignalAll();
+    return Status::OK();
+  }
+
+  const ScanOne scan_;
+  const int64_t max_queued_bytes_;
+  const size_t num_generations_;
+  Mutex mu_;
+  CondVar cv_;
+  std::vector<Queue> queues_ STRATA_GUARDED_BY(mu_);
+  size_t next_ STRATA_GUARDED_BY(mu_) = 0;
+  size_t reading_ STRATA_GUARDED_BY(mu_) = 0;
+  int64_t queued_bytes_ STRATA_GUARDED_BY(mu_) = 0;
+  bool cancelled_ STRATA_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;  // last: started once the members above exist
+};
+
+// Threads for a probing scan of `generations` with `requested` (LsmScanOptions::threads), at
+// most one per generation. By default, one when the generations hold too few rows for helper
+// threads to pay for their start.
+int ScanThreads(std::span<const std::shared_ptr<Generation>> generations, int requested) {
+  constexpr int64_t kMinRowsForThreads = int64_t{64} << 10;
+  int64_t rows = 0;
+  size_t present = 0;
+  for (const auto& generation : generations) {
+    if (generation == nullptr) continue;
+    ++present;
+    rows += generation->entry().rows();
+  }
+  int threads = requested;
+  if (threads <= 0) {
+    if (rows < kMinRowsForThreads) return 1;
+    threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kMaxScanThreads);
+  }
+  return static_cast<int>(std::clamp<size_t>(present, 1, static_cast<size_t>(threads)));
 }
 
 Status ScanBase(const table::Table& base, const ReadPlan& plan, std::string_view filter,
@@ -490,7 +647,20 @@ Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink, 
     if (memtable) STRATA_RETURN_IF_ERROR(ScanMemTable(*memtable, plan, seen, sink));
   }
   const std::span<const std::shared_ptr<Generation>> generations(view.generations);
-  for (size_t g = 0; g < generations.size(); ++g) {
+  // Probing, a generation reads nothing another one writes: `seen` (the memtables' keys) and
+  // the newer generations are only read, so generations can be scanned at once.
+  // With a limit the scan stops early, which a single thread does soonest.
+  const int threads = probe_newer && !options.limit ? ScanThreads(generations, options.threads) : 1;
+  if (threads > 1 && !sink.full()) {
+    ParallelGenerationScan scan(generations.size(), threads, options.max_queued_bytes,
+                                [&](size_t g, Sink& out) {
+                                  if (generations[g] == nullptr) return Status::OK();
+                                  return ScanGeneration(*generations[g], plan, options.filter, seen,
+                                                        out, generations.first(g));
+                                });
+    STRATA_RETURN_IF_ERROR(scan.Drain(sink));
+  }
+  for (size_t g = 0; g < generations.size() && threads == 1; ++g) {
     if (sink.full()) return Status::OK();
     if (generations[g] == nullptr) continue;
     std::optional<std::span<const std::shared_ptr<Generation>>> newer;

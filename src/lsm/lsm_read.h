@@ -17,7 +17,9 @@
 // keys (every key hides older rows, whether its row passed the filter or not). When no base
 // rows follow a filtered scan (and the caller does not want the keys), the key pass is
 // skipped instead: each generation's rows passing the filter are checked against the newer
-// generations' bloom filters and key indexes (when the view has at most 16 generations).
+// generations' bloom filters and key indexes (when the view has at most 16 generations);
+// then no generation depends on another, and a scan without a limit reads them on several
+// threads (LsmScanOptions::threads), emitting in the same order.
 // Order: newer-source rows, then base rows in base scan order.
 #pragma once
 
@@ -56,7 +58,17 @@ struct LsmScanOptions {
   std::string filter;                // expression language; empty = all rows
   int64_t offset = 0;
   std::optional<int64_t> limit;
+  // Threads that read generations at once when a filtered scan checks rows against the newer
+  // generations instead of remembering keys (no base rows follow), at most one per
+  // generation: 0 = one per core (at most kMaxScanThreads) once the generations hold enough
+  // rows to pay for starting threads; 1 = the calling thread alone. The output, and its
+  // order, are the same either way. Scans with a limit use the calling thread alone.
+  int threads = 0;
+  // With threads: bytes of output that the generations read ahead of the one being handed
+  // out may hold together before their threads wait (one batch always goes through).
+  int64_t max_queued_bytes = int64_t{32} << 20;
 };
+inline constexpr int kMaxScanThreads = 4;
 
 // Batches in the store schema projected to options.columns. InvalidArgument for an unknown
 // column or a bad filter (before anything is read). NotFound when a generation's files

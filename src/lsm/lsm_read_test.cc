@@ -322,6 +322,74 @@ TEST_F(LsmReadTest, FilteredScansWithNoBaseRowsStillHideOlderVersions) {
   }
 }
 
+TEST_F(LsmReadTest, GenerationsScannedOnSeveralThreadsKeepTheOneThreadOutput) {
+  // Six generations, each overwriting or deleting some keys of the older ones; no base rows,
+  // so a filtered scan probes newer generations and may read them on several threads.
+  std::vector<std::shared_ptr<Generation>> generations;  // newest first
+  for (int64_t g = 0; g < 6; ++g) {
+    std::vector<Op> ops;
+    for (int64_t id = g * 7; id < g * 7 + 30; ++id) {
+      if (id % 11 == g) {
+        ops.push_back(Del(id));
+      } else {
+        ops.push_back(Put(id, id % 3 == 0 ? "ok" : "bad", g * 100 + id));
+      }
+    }
+    ASSERT_OK_AND_ASSIGN(auto gen, Gen(ops));
+    generations.insert(generations.begin(), gen);
+  }
+  const LsmView view = View(generations, {Mem({Put(40, "ok", -1), Del(41)})});
+  for (const std::string filter : {"status = 'ok'", "n > 150", "id < 1000"}) {
+    SCOPED_TRACE(filter);
+    LsmScanOptions options;
+    options.filter = filter;
+    options.threads = 1;
+    const std::vector<Row> one = Scan(view, options);
+    ASSERT_FALSE(one.empty());
+    for (int threads : {2, 3, 6, 50}) {
+      options.threads = threads;
+      options.max_queued_bytes = LsmScanOptions().max_queued_bytes;
+      EXPECT_EQ(Scan(view, options), one) << threads << " threads";
+      options.max_queued_bytes = 1;  // every thread ahead waits after one batch
+      EXPECT_EQ(Scan(view, options), one) << threads << " threads, one batch queued ahead";
+      std::vector<Row> each;
+      ASSERT_OK(LsmScanEach(view, options, [&](RecordBatch batch) {
+        for (const Row& row : RowsOf({batch})) each.push_back(row);
+        return Status::OK();
+      }));
+      EXPECT_EQ(each, one) << threads << " threads, one batch at a time";
+    }
+    // A consumer's error stops the scan and is returned, whichever thread read the batch.
+    options.threads = 3;
+    int calls = 0;
+    const Status stopped = LsmScanEach(view, options, [&](RecordBatch) {
+      ++calls;
+      return Status::Aborted("enough");
+    });
+    EXPECT_TRUE(stopped.IsAborted()) << stopped;
+    EXPECT_EQ(calls, 1);
+  }
+
+  // A generation whose files vanished fails the scan as it does on one thread.
+  const std::string dir = ShardDir(prefix_, shard_) + generations[3]->entry().path();
+  ASSERT_OK_AND_ASSIGN(std::vector<ObjectMeta> objects, store_->List(dir + "data/"));
+  ASSERT_FALSE(objects.empty());
+  for (const ObjectMeta& o : objects) ASSERT_OK(store_->Delete(o.key));
+  std::vector<std::shared_ptr<Generation>> reopened;  // nothing of the files cached
+  for (const auto& generation : generations) {
+    ASSERT_OK_AND_ASSIGN(auto gen,
+                         Generation::Open(store_, prefix_, shard_, generation->entry(), {}));
+    reopened.push_back(gen);
+  }
+  for (int threads : {1, 2, 4}) {
+    LsmScanOptions options;
+    options.filter = "n > 150";
+    options.threads = threads;
+    const Status st = LsmScan(View(reopened), options).status();
+    EXPECT_TRUE(st.IsNotFound()) << threads << " threads: " << st;
+  }
+}
+
 TEST_F(LsmReadTest, FilterNeverResurrectsAnOverwrittenRow) {
   BaseApply({Put(1, "ok", 1), Put(2, "ok", 2)});
   ASSERT_OK_AND_ASSIGN(auto g1, Gen({Put(1, "bad", 3)}));
@@ -662,6 +730,10 @@ TEST_F(LsmReadTest, RandomizedMatchesModel) {
     options.filter = filter.text;
     const std::vector<Row> full = Scan(view, options);
     EXPECT_EQ(SortedById(full), expected);
+    // Generations read on several threads (where the scan probes them) change nothing.
+    options.threads = static_cast<int>(uniform(2, 4));
+    EXPECT_EQ(Scan(view, options), full) << options.threads << " threads";
+    options.threads = 0;
     EXPECT_EQ(Count(view, filter.text), static_cast<int64_t>(expected.size()));
 
     options.offset = uniform(0, 10);
