@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "strata/table.h"
@@ -32,6 +34,12 @@ uint32_t LocalFragment(LocalAddress address) { return static_cast<uint32_t>(addr
 // The 8 bytes of `key` from `skip` on as a big-endian number, zeros past its end: keys in
 // byte order have these in the same (non-strict) order.
 uint64_t PrefixAfter(std::string_view key, size_t skip) {
+  if (key.size() >= skip + 8) {
+    uint64_t word;
+    std::memcpy(&word, key.data() + skip, 8);
+    if constexpr (std::endian::native == std::endian::little) word = __builtin_bswap64(word);
+    return word;
+  }
   uint64_t prefix = 0;
   for (size_t i = 0; i < 8; ++i) {
     const size_t at = skip + i;
@@ -278,23 +286,21 @@ Result<std::shared_ptr<const KeySegment>> KeySegment::Load(ObjectStore& store,
     }
     segment->addresses_[i] = address;
   }
-  for (size_t i = 1; i < count; ++i) {
-    bool ordered;
-    if (segment->kind_ == KeyKind::kInteger) {
-      ordered = std::pair(segment->integer_keys_[i - 1], segment->addresses_[i - 1]) <=
-                std::pair(segment->integer_keys_[i], segment->addresses_[i]);
-    } else {
-      const int64_t j = static_cast<int64_t>(i);
-      ordered = std::pair(segment->StringKey(j - 1), segment->addresses_[i - 1]) <=
-                std::pair(segment->StringKey(j), segment->addresses_[i]);
+  auto out_of_order = [&](size_t i) {
+    return Status::Corruption(
+        fmt::format("{}: entries {} and {} are out of order", what, i - 1, i));
+  };
+  if (segment->kind_ == KeyKind::kInteger) {
+    for (size_t i = 1; i < count; ++i) {
+      if (std::pair(segment->integer_keys_[i - 1], segment->addresses_[i - 1]) >
+          std::pair(segment->integer_keys_[i], segment->addresses_[i])) {
+        return out_of_order(i);
+      }
     }
-    if (!ordered) {
-      return Status::Corruption(
-          fmt::format("{}: entries {} and {} are out of order", what, i - 1, i));
-    }
-  }
-  if (segment->kind_ == KeyKind::kString && count > 0) {
-    // Sorted, so the first and the last key share what every key shares.
+  } else if (count > 0) {
+    // Sorted, the first and the last key share what every key shares. Each key is checked to
+    // start so; then keys whose next 8 bytes differ are in the order of those bytes' numbers,
+    // and only keys equal there are compared whole.
     const std::string_view first = segment->StringKey(0);
     const std::string_view last = segment->StringKey(static_cast<int64_t>(count) - 1);
     const size_t common =
@@ -305,8 +311,19 @@ Result<std::shared_ptr<const KeySegment>> KeySegment::Load(ObjectStore& store,
     segment->string_common_ = std::string(first.substr(0, common));
     segment->string_prefixes_.resize(count);
     for (size_t i = 0; i < count; ++i) {
-      segment->string_prefixes_[i] =
-          PrefixAfter(segment->StringKey(static_cast<int64_t>(i)), common);
+      const std::string_view key = segment->StringKey(static_cast<int64_t>(i));
+      if (!key.starts_with(segment->string_common_)) return out_of_order(i == 0 ? 1 : i);
+      segment->string_prefixes_[i] = PrefixAfter(key, common);
+    }
+    for (size_t i = 1; i < count; ++i) {
+      const uint64_t before = segment->string_prefixes_[i - 1];
+      const uint64_t after = segment->string_prefixes_[i];
+      if (before < after) continue;
+      const int64_t j = static_cast<int64_t>(i);
+      if (before > after || std::pair(segment->StringKey(j - 1), segment->addresses_[i - 1]) >
+                                std::pair(segment->StringKey(j), segment->addresses_[i])) {
+        return out_of_order(i);
+      }
     }
   }
   return std::shared_ptr<const KeySegment>(std::move(segment));

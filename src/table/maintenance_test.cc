@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -17,6 +19,8 @@
 #include "strata/builder.h"
 #include "strata/object_store.h"
 #include "strata/table.h"
+#include "support/forwarding_object_store.h"
+#include "support/status_assertions.h"
 #include "support/temp_dir.h"
 #include "table/commit.h"
 #include "table/deletion_file.h"
@@ -765,6 +769,70 @@ TEST_F(FileCacheTest, ZeroCapacityCachesNothing) {
   EXPECT_TRUE(first->Equals(*second));
   ASSERT_TRUE(store_->Delete(entry.path()).ok());
   EXPECT_TRUE(cache.Deletions(*store_, "", entry, kPhysicalRows).status().IsNotFound());
+}
+
+// Get of one key blocks until Release(); every Get is counted.
+class GatedGetStore final : public strata::testing::ForwardingObjectStore {
+ public:
+  GatedGetStore(std::shared_ptr<ObjectStore> base, std::string key)
+      : ForwardingObjectStore(std::move(base)), key_(std::move(key)) {}
+  Result<Buffer> Get(std::string_view key) override {
+    if (key == key_) {
+      gets_.fetch_add(1);
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return released_; });
+    }
+    return ForwardingObjectStore::Get(key);
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  int gets() const { return gets_.load(); }
+
+ private:
+  const std::string key_;
+  std::atomic<int> gets_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+};
+
+TEST_F(FileCacheTest, ThreadsAskingForAKeyBeingLoadedWaitForThatLoad) {
+  for (int64_t capacity : {int64_t{1} << 20, int64_t{0}}) {  // shared even when not cached
+    SCOPED_TRACE(capacity);
+    store_ = NewMemoryObjectStore();
+    const pb::DeletionFile entry = Write(1, 500);
+    const pb::DeletionFile missing = Write(2, 5);
+    auto gated = std::make_shared<GatedGetStore>(store_, entry.path());
+    FileCache cache(capacity);
+    constexpr int kThreads = 6;
+    std::vector<Result<std::shared_ptr<const DeletionVector>>> results(kThreads,
+                                                                       Status::Internal("not run"));
+    std::vector<std::thread> threads;
+    threads.emplace_back([&] { results[0] = cache.Deletions(*gated, "", entry, kPhysicalRows); });
+    while (gated->gets() == 0) std::this_thread::yield();  // the first load is under way
+    for (int t = 1; t < kThreads; ++t) {
+      threads.emplace_back(
+          [&, t] { results[t] = cache.Deletions(*gated, "", entry, kPhysicalRows); });
+    }
+    // Every other thread waits for that load rather than reading the object itself.
+    while (cache.LoadsWaiting() < kThreads - 1 && gated->gets() == 1) std::this_thread::yield();
+    EXPECT_EQ(gated->gets(), 1);
+    gated->Release();
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_EQ(gated->gets(), 1);
+    EXPECT_EQ(cache.LoadsWaiting(), 0);
+    for (const auto& result : results) {
+      ASSERT_TRUE(result.ok()) << result.status();
+      EXPECT_EQ(*result, *results[0]);
+    }
+    EXPECT_EQ((*results[0])->Cardinality(), 500);
+    // A load that fails returns its error.
+    ASSERT_OK(store_->Delete(missing.path()));
+    EXPECT_TRUE(cache.Deletions(*gated, "", missing, kPhysicalRows).status().IsNotFound());
+  }
 }
 
 TEST_F(FileCacheTest, ConcurrentLoadsOfOneKeyShareOneValue) {

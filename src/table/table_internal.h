@@ -43,6 +43,9 @@ class FileCache {
                                                           int64_t physical_rows);
   Result<std::shared_ptr<const KeySegment>> Segment(ObjectStore& store, const std::string& prefix,
                                                     const pb::KeySegment& entry);
+  // Threads waiting now for another thread's load of the object they asked for: each object
+  // is loaded by one thread at a time, and those asking meanwhile share its value or error.
+  int64_t LoadsWaiting() const;
 
  private:
   struct State;
