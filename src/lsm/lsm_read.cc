@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -16,6 +17,7 @@
 #include <new>
 #include <span>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -152,9 +154,15 @@ Result<RecordBatch> TakeRows(const RecordBatch& batch, const std::vector<int64_t
 class Sink {
  public:
   using Consumer = std::function<Status(RecordBatch)>;
-  Sink(int64_t offset, std::optional<int64_t> limit, Consumer consume = nullptr)
-      : skip_(offset), remaining_(limit), consume_(std::move(consume)) {}
-  bool full() const { return remaining_ && *remaining_ == 0; }
+  // `stop`: when set, the sink counts as full (a cancelled helper's sink, see
+  // ParallelGenerationScan), so its source stops reading.
+  Sink(int64_t offset, std::optional<int64_t> limit, Consumer consume = nullptr,
+       const std::atomic<bool>* stop = nullptr)
+      : skip_(offset), remaining_(limit), consume_(std::move(consume)), stop_(stop) {}
+  bool full() const {
+    return (remaining_ && *remaining_ == 0) ||
+           (stop_ != nullptr && stop_->load(std::memory_order_relaxed));
+  }
   Status Add(RecordBatch batch) {
     if (full() || batch.num_rows() == 0) return Status::OK();
     if (skip_ > 0) {
@@ -183,6 +191,7 @@ class Sink {
   int64_t skip_;
   std::optional<int64_t> remaining_;
   Consumer consume_;
+  const std::atomic<bool>* stop_;
   std::vector<RecordBatch> out_;
 };
 
@@ -415,9 +424,11 @@ Status ScanGeneration(const Generation& generation, const ReadPlan& plan, std::s
 
 // Generations scanned on helper threads, their output handed to the reading thread's sink
 // in the generations' order (newest first), as a scan on one thread would emit it. Each
-// generation is scanned into its own queue; a queue other than the one being read stops
-// taking batches while `max_queued_bytes` wait in all queues together, so memory stays
-// bounded whatever the filter selects. Destroying it cancels the helpers and joins them.
+// generation is scanned into its own queue. A helper waits before queueing a batch that would
+// take the queues past `max_queued_bytes` together, unless its queue is the one being read
+// and empty, so memory stays bounded whatever the filter selects. Destroying it cancels the
+// helpers (they stop before their next batch) and joins them. The constructor throws
+// std::system_error when no thread can be started, having joined those that did.
 class ParallelGenerationScan {
  public:
   using ScanOne = std::function<Status(size_t generation, Sink& out)>;
@@ -483,6 +494,7 @@ class ParallelGenerationScan {
   void Cancel() {
     MutexLock lock(mu_);
     cancelled_ = true;
+    stop_.store(true, std::memory_order_relaxed);
     cv_.SignalAll();
   }
 
@@ -494,7 +506,9 @@ class ParallelGenerationScan {
         if (cancelled_ || next_ >= num_generations_) return;
         g = next_++;
       }
-      Sink out(0, std::nullopt, [this, g](RecordBatch batch) { return Push(g, std::move(batch)); });
+      Sink out(
+          0, std::nullopt, [this, g](RecordBatch batch) { return Push(g, std::move(batch)); },
+          &stop_);
       Status status;
       std::exception_ptr exception;
       try {
@@ -513,9 +527,9 @@ class ParallelGenerationScan {
   Status Push(size_t g, RecordBatch batch) {
     const int64_t bytes = batch.BufferBytes();
     MutexLock lock(mu_);
-    // The queue being read always takes its batches: the reader waits for them.
-    while (!cancelled_ && g != reading_ && queued_bytes_ > 0 &&
-           queued_bytes_ + bytes > max_queued_bytes_) {
+    // The queue being read takes a batch whenever it is empty: the reader waits for it.
+    while (!cancelled_ && queued_bytes_ > 0 && queued_bytes_ + bytes > max_queued_bytes_ &&
+           !(g == reading_ && queues_[g].batches.empty())) {
       cv_.Wait(mu_);
     }
     if (cancelled_) return Status::Aborted("lsm scan: cancelled");
@@ -535,6 +549,7 @@ class ParallelGenerationScan {
   size_t reading_ STRATA_GUARDED_BY(mu_) = 0;
   int64_t queued_bytes_ STRATA_GUARDED_BY(mu_) = 0;
   bool cancelled_ STRATA_GUARDED_BY(mu_) = false;
+  std::atomic<bool> stop_{false};     // cancelled_, read by the helpers' sinks without the lock
   std::vector<std::thread> threads_;  // last: started once the members above exist
 };
 
@@ -650,15 +665,19 @@ Status ScanInto(const LsmView& view, const LsmScanOptions& options, Sink& sink, 
   // Probing, a generation reads nothing another one writes: `seen` (the memtables' keys) and
   // the newer generations are only read, so generations can be scanned at once.
   // With a limit the scan stops early, which a single thread does soonest.
-  const int threads = probe_newer && !options.limit ? ScanThreads(generations, options.threads) : 1;
+  int threads = probe_newer && !options.limit ? ScanThreads(generations, options.threads) : 1;
   if (threads > 1 && !sink.full()) {
-    ParallelGenerationScan scan(generations.size(), threads, options.max_queued_bytes,
-                                [&](size_t g, Sink& out) {
-                                  if (generations[g] == nullptr) return Status::OK();
-                                  return ScanGeneration(*generations[g], plan, options.filter, seen,
-                                                        out, generations.first(g));
-                                });
-    STRATA_RETURN_IF_ERROR(scan.Drain(sink));
+    std::optional<ParallelGenerationScan> scan;
+    try {
+      scan.emplace(generations.size(), threads, options.max_queued_bytes, [&](size_t g, Sink& out) {
+        if (generations[g] == nullptr) return Status::OK();
+        return ScanGeneration(*generations[g], plan, options.filter, seen, out,
+                              generations.first(g));
+      });
+    } catch (const std::system_error&) {
+      threads = 1;  // no thread could start: nothing was emitted, read them here
+    }
+    if (scan) STRATA_RETURN_IF_ERROR(scan->Drain(sink));
   }
   for (size_t g = 0; g < generations.size() && threads == 1; ++g) {
     if (sink.full()) return Status::OK();

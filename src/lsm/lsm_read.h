@@ -64,8 +64,9 @@ struct LsmScanOptions {
   // rows to pay for starting threads; 1 = the calling thread alone. The output, and its
   // order, are the same either way. Scans with a limit use the calling thread alone.
   int threads = 0;
-  // With threads: bytes of output that the generations read ahead of the one being handed
-  // out may hold together before their threads wait (one batch always goes through).
+  // With threads: bytes of output read but not yet handed on that the generations' queues
+  // may hold together before their threads wait (the queue being handed on always takes a
+  // batch when it is empty).
   int64_t max_queued_bytes = int64_t{32} << 20;
 };
 inline constexpr int kMaxScanThreads = 4;

@@ -352,6 +352,10 @@ TEST_F(LsmReadTest, GenerationsScannedOnSeveralThreadsKeepTheOneThreadOutput) {
       EXPECT_EQ(Scan(view, options), one) << threads << " threads";
       options.max_queued_bytes = 1;  // every thread ahead waits after one batch
       EXPECT_EQ(Scan(view, options), one) << threads << " threads, one batch queued ahead";
+      options.offset = 3;  // applied by the caller's sink, in the one-thread order
+      EXPECT_EQ(Scan(view, options), std::vector<Row>(one.begin() + 3, one.end()))
+          << threads << " threads, offset 3";
+      options.offset = 0;
       std::vector<Row> each;
       ASSERT_OK(LsmScanEach(view, options, [&](RecordBatch batch) {
         for (const Row& row : RowsOf({batch})) each.push_back(row);

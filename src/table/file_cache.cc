@@ -57,7 +57,8 @@ struct FileCache::State {
   // asking for a key that is loading wait for that load and share its value or its error
   // (readers scanning on several threads would otherwise decode the same object each).
   template <typename T, typename Load, typename BytesOf>
-  Result<std::shared_ptr<T>> GetOrLoad(const std::string& key, Load load, BytesOf bytes_of) {
+  Result<std::shared_ptr<T>> GetOrLoad(const std::string& key, Load load, BytesOf bytes_of)
+      STRATA_EXCLUDES(mu) {
     std::shared_ptr<Flight> flight;
     {
       MutexLock lock(mu);
@@ -104,7 +105,8 @@ struct FileCache::State {
     return *value;
   }
 
-  void Finish(const std::string& key, Flight& flight, Status status, CachedValue value) {
+  void Finish(const std::string& key, Flight& flight, Status status, CachedValue value)
+      STRATA_EXCLUDES(mu) {
     MutexLock lock(mu);
     flight.status = std::move(status);
     flight.value = std::move(value);
@@ -116,7 +118,8 @@ struct FileCache::State {
   // Caches `loaded` under `key` unless another thread cached the key meanwhile, in which
   // case that value is returned instead so every reader shares one copy.
   template <typename T>
-  std::shared_ptr<T> Insert(const std::string& key, std::shared_ptr<T> loaded, int64_t bytes) {
+  std::shared_ptr<T> Insert(const std::string& key, std::shared_ptr<T> loaded, int64_t bytes)
+      STRATA_EXCLUDES(mu) {
     const int64_t charge = bytes + static_cast<int64_t>(key.size()) + kEntryOverheadBytes;
     if (charge > capacity_bytes) return loaded;  // covers capacity 0: nothing is cached
     MutexLock lock(mu);

@@ -442,10 +442,10 @@ TEST_F(KeyIndexTest, StructuralProblemsWithValidChecksumAreCorruption) {
   EXPECT_TRUE(LoadPayload(string_payload({0, 1, 99}, "abb", {0, 1}), 1, 2).IsCorruption());
   // Unsorted strings.
   EXPECT_TRUE(LoadPayload(string_payload({0, 2, 3}, "bba", {0, 1}), 1, 2).IsCorruption());
-  // A middle key not sharing the start of the first and the last (which would otherwise be
-  // ordered by the bytes after that start: "1" < "0" < "2" is not what they compare on).
+  // A middle key not sharing the start of the first and the last, though the bytes after
+  // that start ascend ("1" < "2" < "3"): the keys themselves do not.
   EXPECT_TRUE(
-      LoadPayload(string_payload({0, 3, 6, 9}, "aa1ab0aa2", {0, 1, 2}), 1, 3).IsCorruption());
+      LoadPayload(string_payload({0, 3, 6, 9}, "aa1zz2aa3", {0, 1, 2}), 1, 3).IsCorruption());
   // Keys equal in the 8 bytes after their shared start are compared whole, addresses too.
   EXPECT_TRUE(LoadPayload(string_payload({0, 10, 20}, "k12345678bk12345678a", {0, 1}), 1, 2)
                   .IsCorruption());

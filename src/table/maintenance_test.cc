@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -812,13 +813,19 @@ TEST_F(FileCacheTest, ThreadsAskingForAKeyBeingLoadedWaitForThatLoad) {
                                                                        Status::Internal("not run"));
     std::vector<std::thread> threads;
     threads.emplace_back([&] { results[0] = cache.Deletions(*gated, "", entry, kPhysicalRows); });
-    while (gated->gets() == 0) std::this_thread::yield();  // the first load is under way
+    // Bounded waits: a broken cache fails the expectations below instead of hanging.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    auto before_deadline = [&] { return std::chrono::steady_clock::now() < deadline; };
+    while (gated->gets() == 0 && before_deadline()) std::this_thread::yield();  // first load
     for (int t = 1; t < kThreads; ++t) {
       threads.emplace_back(
           [&, t] { results[t] = cache.Deletions(*gated, "", entry, kPhysicalRows); });
     }
     // Every other thread waits for that load rather than reading the object itself.
-    while (cache.LoadsWaiting() < kThreads - 1 && gated->gets() == 1) std::this_thread::yield();
+    while (cache.LoadsWaiting() < kThreads - 1 && gated->gets() == 1 && before_deadline()) {
+      std::this_thread::yield();
+    }
+    EXPECT_EQ(cache.LoadsWaiting(), kThreads - 1);
     EXPECT_EQ(gated->gets(), 1);
     gated->Release();
     for (std::thread& thread : threads) thread.join();
