@@ -458,12 +458,15 @@ class ParallelGenerationScan {
   // generation's scan fails (its error is returned; the helpers are cancelled).
   Status Drain(Sink& sink) {
     for (size_t g = 0; g < num_generations_; ++g) {
+      {
+        MutexLock lock(mu_);
+        reading_ = g;
+        cv_.SignalAll();  // a helper waiting to queue into `g` may go on
+      }
       while (true) {
         std::optional<RecordBatch> batch;
         {
           MutexLock lock(mu_);
-          reading_ = g;
-          cv_.SignalAll();  // a helper waiting to queue into `g` may go on
           Queue& queue = queues_[g];
           while (queue.batches.empty() && !queue.done) cv_.Wait(mu_);
           if (queue.batches.empty()) {

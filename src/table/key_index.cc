@@ -312,7 +312,7 @@ Result<std::shared_ptr<const KeySegment>> KeySegment::Load(ObjectStore& store,
     segment->string_prefixes_.resize(count);
     for (size_t i = 0; i < count; ++i) {
       const std::string_view key = segment->StringKey(static_cast<int64_t>(i));
-      if (!key.starts_with(segment->string_common_)) return out_of_order(i == 0 ? 1 : i);
+      if (!key.starts_with(segment->string_common_)) return out_of_order(i);  // i > 0
       segment->string_prefixes_[i] = PrefixAfter(key, common);
     }
     for (size_t i = 1; i < count; ++i) {
