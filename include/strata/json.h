@@ -163,6 +163,10 @@ Status AppendRowsToJsonLines(const RecordBatch& batch, std::string* out,
 // quoting the text.
 std::string Base64Encode(std::string_view bytes);
 Result<std::string> Base64Decode(std::string_view text);
+// Appends `text` to *out as a JSON string: quoted, with quotes, backslashes and control
+// characters escaped (\n, \t, ... or \u00XX), other UTF-8 as is and each byte of invalid
+// UTF-8 as U+FFFD. For valid UTF-8, the bytes nlohmann-json's dump writes for the string.
+void AppendQuotedString(std::string_view text, std::string* out);
 std::string FormatTimestamp(int64_t micros_since_epoch);
 Result<int64_t> ParseTimestamp(std::string_view text);
 

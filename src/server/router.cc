@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <iterator>
 #include <limits>
+
+#include "strata/json.h"
 
 namespace strata::server {
 
@@ -51,6 +54,7 @@ void Router::Add(std::string method, std::string pattern, RouteHandler handler, 
   route.open = open;
   route.blob_admission = blob_admission;
   route.handler = std::move(handler);
+  route.index = routes_.size();
   routes_.push_back(std::move(route));
 }
 
@@ -90,6 +94,21 @@ HttpResponse JsonResponse(int status, const Json& body) {
   HttpResponse r;
   r.status = status;
   r.body = JsonText(body);
+  return r;
+}
+
+HttpResponse AddedResponse(uint64_t version, const std::vector<std::string_view>& ids) {
+  HttpResponse r;
+  r.status = 201;
+  size_t size = 48;
+  for (std::string_view id : ids) size += id.size() + 3;
+  r.body.reserve(size);
+  fmt::format_to(std::back_inserter(r.body), R"({{"count":{},"ids":[)", ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) r.body.push_back(',');
+    json::AppendQuotedString(ids[i], &r.body);
+  }
+  fmt::format_to(std::back_inserter(r.body), R"(],"version":{}}})", version);
   return r;
 }
 

@@ -58,6 +58,7 @@ struct Route {
   // (503 OVERLOADED when refused) and released after the handler.
   bool blob_admission = false;
   RouteHandler handler;
+  size_t index = 0;  // its position in the router: 0 .. Router::size() - 1
 };
 
 class Router {
@@ -69,6 +70,7 @@ class Router {
   // *other_method when only the method differs (405).
   const Route* Match(std::string_view method, std::string_view path,
                      std::map<std::string, std::string>* params, bool* other_method) const;
+  size_t size() const { return routes_.size(); }
 
  private:
   std::vector<Route> routes_;
@@ -77,6 +79,9 @@ class Router {
 // --- Responses ---------------------------------------------------------------------------
 HttpResponse JsonResponse(int status, const Json& body);
 HttpResponse EmptyResponse(int status);
+// 201 {"count": N, "ids": [...], "version": V}, the answer of the add routes, written without
+// a JSON tree (the keys in the order, and the bytes, of JsonResponse).
+HttpResponse AddedResponse(uint64_t version, const std::vector<std::string_view>& ids);
 HttpResponse ErrorResponse(const HttpError& error);
 HttpResponse StatusResponse(const Status& status);
 

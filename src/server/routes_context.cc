@@ -169,17 +169,17 @@ Result<HttpResponse> AddRecords(RouteContext& ctx) {
   STRATA_ASSIGN_OR_RETURN(Json body, ParseJsonBody(ctx.request));
   STRATA_ASSIGN_OR_RETURN(std::vector<ContextRecord> records, RecordsFromBody(body));
   const std::string run_id = NewUuidV4();
-  Json ids = Json::array();
+  std::vector<std::string> ids;
+  ids.reserve(records.size());
   for (ContextRecord& r : records) {
     r.id = NewUuidV4();
     r.run_id = run_id;
     ids.push_back(r.id);
   }
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ContextStore> s, Open(ctx));
-  const size_t count = records.size();
   STRATA_ASSIGN_OR_RETURN(uint64_t version, s->Add(std::move(records)));
   MergeIfDue(*s, ctx.Param("name"));
-  return JsonResponse(201, {{"version", version}, {"ids", ids}, {"count", count}});
+  return AddedResponse(version, std::vector<std::string_view>(ids.begin(), ids.end()));
 }
 
 Status CheckUpsertKey(const Json& body) {

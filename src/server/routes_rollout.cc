@@ -35,6 +35,10 @@ void Count(ServerState& state, std::string_view name, std::string_view help, uin
   if (c.ok()) (*c)->Increment(n);
 }
 
+void Increment(Counter* counter, uint64_t n = 1) {
+  if (counter != nullptr) counter->Increment(n);
+}
+
 // The records of an AddRolloutsRequest body.
 Result<std::vector<RolloutRecord>> RecordsFromJson(const Json& body, int64_t now) {
   auto it = body.find("records");
@@ -179,22 +183,32 @@ Result<HttpResponse> Append(RouteContext& ctx) {
   }
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<RolloutStore> s, ctx.state.Rollout(ctx.Param("name")));
   STRATA_ASSIGN_OR_RETURN(uint64_t version, s->Add(records));
-  const MetricLabels labels = {{"flush", flush ? "true" : "false"}};
+  HotSeries& hot = ctx.state.hot_series();
+  MetricsRegistry& metrics = ctx.state.metrics();
+  auto labels = [flush] { return MetricLabels{{"flush", flush ? "true" : "false"}}; };
   if (flush) {
     STRATA_RETURN_IF_ERROR(s->Flush().status());
-    Count(ctx.state, "strata_rollout_appends_flushed_total", "Rollout appends that asked for flush",
-          1);
+    Increment(hot.rollout_appends_flushed.Get([&] {
+      return metrics.GetCounter("strata_rollout_appends_flushed_total",
+                                "Rollout appends that asked for flush");
+    }));
   }
-  Count(ctx.state, "strata_rollout_appends_total", "Rollout append requests", 1, labels);
-  Count(ctx.state, "strata_rollout_records_appended_total", "Rollout records appended",
-        records.size());
-  Result<Histogram*> h = ctx.state.metrics().GetHistogram(
-      "strata_rollout_add_request_duration_seconds", "Rollout append request time",
-      DefaultLatencyBuckets(), labels);
-  if (h.ok()) (*h)->Observe(MonotonicSeconds() - start);
-  Json ids = Json::array();
-  for (const RolloutRecord& r : records) ids.push_back(r.id);
-  return JsonResponse(201, {{"version", version}, {"ids", ids}, {"count", records.size()}});
+  Increment(hot.rollout_appends[flush].Get([&] {
+    return metrics.GetCounter("strata_rollout_appends_total", "Rollout append requests", labels());
+  }));
+  Increment(hot.rollout_records_appended.Get([&] {
+    return metrics.GetCounter("strata_rollout_records_appended_total", "Rollout records appended");
+  }),
+            records.size());
+  Histogram* seconds = hot.rollout_append_seconds[flush].Get([&] {
+    return metrics.GetHistogram("strata_rollout_add_request_duration_seconds",
+                                "Rollout append request time", DefaultLatencyBuckets(), labels());
+  });
+  if (seconds != nullptr) seconds->Observe(MonotonicSeconds() - start);
+  std::vector<std::string_view> ids;
+  ids.reserve(records.size());
+  for (const RolloutRecord& r : records) ids.emplace_back(r.id);
+  return AddedResponse(version, ids);
 }
 
 Result<HttpResponse> ListRecords(RouteContext& ctx) {

@@ -94,36 +94,70 @@ Status ApplyEnvironment(ServerOptions* o, const std::function<const char*(const 
   return Status::OK();
 }
 
+namespace {
+
+// strata_http_requests_total and strata_http_request_duration_seconds of each route, by
+// the route's index, each series resolved once (a matched route's method label is its own
+// method). Requests no route matched look theirs up each time: they are rare and their
+// method label varies.
+class RouteSeries {
+ public:
+  explicit RouteSeries(size_t routes) : routes_(std::make_unique<PerRoute[]>(routes)) {}
+
+  void Record(MetricsRegistry& m, const Route* route, std::string_view method, int status,
+              double seconds) {
+    const std::string_view label =
+        route != nullptr ? std::string_view(route->pattern) : std::string_view("unmatched");
+    auto counter = [&] {
+      return m.GetCounter("strata_http_requests_total",
+                          "HTTP requests answered, by method, route and status",
+                          {{"method", std::string(method)},
+                           {"route", std::string(label)},
+                           {"status", std::to_string(status)}});
+    };
+    auto histogram = [&] {
+      return m.GetHistogram(
+          "strata_http_request_duration_seconds",
+          "Wall time from a request's header to its response, by method and route",
+          DefaultLatencyBuckets(),
+          {{"method", std::string(method)}, {"route", std::string(label)}});
+    };
+    Counter* requests = nullptr;
+    Histogram* duration = nullptr;
+    if (route != nullptr && status >= kMinStatus && status <= kMaxStatus) {
+      PerRoute& r = routes_[route->index];
+      requests = r.requests[status - kMinStatus].Get(counter);
+      duration = r.duration.Get(histogram);
+    } else {
+      Result<Counter*> c = counter();
+      if (c.ok()) requests = *c;
+      Result<Histogram*> h = histogram();
+      if (h.ok()) duration = *h;
+    }
+    if (requests != nullptr) requests->Increment();
+    if (duration != nullptr) duration->Observe(seconds);
+  }
+
+ private:
+  static constexpr int kMinStatus = 100;
+  static constexpr int kMaxStatus = 599;
+  struct PerRoute {
+    SeriesSlot<Counter> requests[kMaxStatus - kMinStatus + 1];
+    SeriesSlot<Histogram> duration;
+  };
+  std::unique_ptr<PerRoute[]> routes_;
+};
+
+}  // namespace
+
 struct Server::State {
   std::unique_ptr<ServerState> state;
   Router router;
+  std::unique_ptr<RouteSeries> route_series;  // once every route is added
   std::unique_ptr<HttpServer> http;
   std::atomic<bool> draining{false};
   bool shut_down = false;
 };
-
-namespace {
-
-// The per-request metrics and the access log line.
-void RecordRequest(ServerState& state, const std::string& method, const std::string& route,
-                   const std::string& target, const std::string& remote, int status,
-                   double seconds) {
-  MetricsRegistry& m = state.metrics();
-  Result<Counter*> counter = m.GetCounter(
-      "strata_http_requests_total", "HTTP requests answered, by method, route and status",
-      {{"method", method}, {"route", route}, {"status", std::to_string(status)}});
-  if (counter.ok()) (*counter)->Increment();
-  Result<Histogram*> histogram =
-      m.GetHistogram("strata_http_request_duration_seconds",
-                     "Wall time from a request's header to its response, by method and route",
-                     DefaultLatencyBuckets(), {{"method", method}, {"route", route}});
-  if (histogram.ok()) (*histogram)->Observe(seconds);
-  if (state.options().access_log) {
-    spdlog::info("{} {} {} {} {:.1f}ms", remote, method, target, status, seconds * 1000);
-  }
-}
-
-}  // namespace
 
 Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   auto s = std::make_unique<State>();
@@ -148,6 +182,7 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   AddStoreAdminRoutes(s->router);
   AddReplicationRoutes(s->router);
   AddSqlRoutes(s->router);
+  s->route_series = std::make_unique<RouteSeries>(s->router.size());
 
   const ServerOptions& o = s->state->options();
   HttpServerOptions http;
@@ -171,15 +206,20 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     std::map<std::string, std::string> params;
     bool other_method = false;
     const Route* route = self->router.Match(header.method, header.path, &params, &other_method);
-    const std::string label = route != nullptr ? route->pattern : "unmatched";
     // The method label takes a closed set of values: any token is a method to the parser.
     static constexpr std::string_view kMethods[] = {"GET",    "POST", "PUT",    "PATCH",
                                                     "DELETE", "HEAD", "OPTIONS"};
-    const bool known =
-        std::find(std::begin(kMethods), std::end(kMethods), header.method) != std::end(kMethods);
-    a.on_done = [state, method = known ? header.method : std::string("OTHER"), label,
-                 target = header.target, remote = header.remote](int status, double seconds) {
-      RecordRequest(*state, method, label, target, remote, status, seconds);
+    const auto* known = std::find(std::begin(kMethods), std::end(kMethods), header.method);
+    const std::string_view method = known != std::end(kMethods) ? *known : "OTHER";
+    // The access log's fields are copied only when it is on.
+    const bool log = state->options().access_log;
+    a.on_done = [state, series = self->route_series.get(), route, method,
+                 target = log ? header.target : std::string(),
+                 remote = log ? header.remote : std::string()](int status, double seconds) {
+      series->Record(state->metrics(), route, method, status, seconds);
+      if (state->options().access_log) {
+        spdlog::info("{} {} {} {} {:.1f}ms", remote, method, target, status, seconds * 1000);
+      }
     };
     if (route == nullptr) {
       a.reject =

@@ -239,14 +239,20 @@ Status ServerState::CheckRegistered(StoreKind kind, std::string_view name) const
   return Status::OK();
 }
 
+static_assert(static_cast<size_t>(StoreKind::kGeneric) + 1 == HotSeries::kKinds);
+
 void ServerState::CountCache(StoreKind kind, bool hit) {
-  const MetricLabels labels = {{"kind", std::string(KindName(kind))}};
-  Result<Counter*> counter =
-      hit ? metrics_->GetCounter("strata_store_cache_hits_total",
-                                 "Requests that found their store's handle open", labels)
-          : metrics_->GetCounter("strata_store_cache_misses_total",
-                                 "Requests that had to open their store's handle", labels);
-  if (counter.ok()) (*counter)->Increment();
+  const auto k = static_cast<size_t>(kind);
+  auto lookup = [&] {
+    const MetricLabels labels = {{"kind", std::string(KindName(kind))}};
+    return hit ? metrics_->GetCounter("strata_store_cache_hits_total",
+                                      "Requests that found their store's handle open", labels)
+               : metrics_->GetCounter("strata_store_cache_misses_total",
+                                      "Requests that had to open their store's handle", labels);
+  };
+  Counter* counter =
+      hit ? hot_series_.cache_hits[k].Get(lookup) : hot_series_.cache_misses[k].Get(lookup);
+  if (counter != nullptr) counter->Increment();
 }
 
 Result<std::shared_ptr<store::ContextStore>> ServerState::Context(std::string_view name) {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -178,6 +179,40 @@ class ConcurrencyLimit {
   int used_ = 0;  // guarded by mu_
 };
 
+// A metric series looked up in the registry on its first use and kept: the registry's lookup
+// checks the name and labels, takes its lock and searches two maps, too much for every
+// request. Get returns null when the registry refuses the series (the lookup's error is
+// dropped, as the routes drop it; the next call tries again).
+template <typename Metric>
+class SeriesSlot {
+ public:
+  template <typename Lookup>  // Result<Metric*>()
+  Metric* Get(const Lookup& lookup) {
+    Metric* metric = metric_.load(std::memory_order_acquire);
+    if (metric != nullptr) return metric;
+    Result<Metric*> found = lookup();
+    if (!found.ok()) return nullptr;
+    // Racing first uses find the same series: either store is right.
+    metric_.store(*found, std::memory_order_release);
+    return *found;
+  }
+
+ private:
+  std::atomic<Metric*> metric_{nullptr};
+};
+
+// The series every request of a hot route updates, each resolved once (SeriesSlot).
+struct HotSeries {
+  static constexpr size_t kKinds = 4;  // StoreKind values
+  SeriesSlot<Counter> cache_hits[kKinds];
+  SeriesSlot<Counter> cache_misses[kKinds];
+  // Rollout appends, by their `flush` label (false, true).
+  SeriesSlot<Counter> rollout_appends[2];
+  SeriesSlot<Histogram> rollout_append_seconds[2];
+  SeriesSlot<Counter> rollout_appends_flushed;
+  SeriesSlot<Counter> rollout_records_appended;
+};
+
 class ServerState {
  public:
   static Result<std::unique_ptr<ServerState>> Open(ServerOptions options);
@@ -191,6 +226,7 @@ class ServerState {
   BlobBudget& blob_budget() { return blob_budget_; }
   ConcurrencyLimit& merge_limit() { return merge_limit_; }
   MetricsRegistry& metrics() { return *metrics_; }
+  HotSeries& hot_series() { return hot_series_; }
   store::Maintenance* maintenance() { return maintenance_.get(); }
 
   // "<data_dir>/<name>.<kind>": what the API reports as a store's uri.
@@ -245,6 +281,7 @@ class ServerState {
   BlobBudget blob_budget_;
   ConcurrencyLimit merge_limit_;
   MetricsRegistry* metrics_;
+  HotSeries hot_series_;
   std::shared_ptr<MergeBudget> merge_budget_;
   std::shared_ptr<store::Maintenance> maintenance_;
   HandleCache<store::ContextStore> contexts_;
