@@ -135,21 +135,75 @@ struct Workload {
   static std::string RolloutId(int64_t n) { return fmt::format("ro-{:012d}", n); }
   static float Reward(int64_t n) { return static_cast<float>(n % 1000) / 1000.0f; }
 
-  // The AddRolloutsRequest of rows first .. first + batch - 1.
+  // The AddRolloutsRequest of rows first .. first + batch - 1: appended piece by piece (a
+  // client's serializer, not a format string parsed per row: on two cores the clients' CPU is
+  // taken from the server). The text is the same as
+  //   {"id":"ro-{:012d}","rollout_id":"traj-{:010d}","problem_id":"prob-{:06d}",
+  //    "sequence_order":{:2d},"role":"assistant","content":"{}","reward":{:.3f},
+  //    "policy_version":"v1"}
+  // per row, with RolloutId, n / 16, (n / 16) % 5000, n % 16, the pool text and Reward(n).
   void RolloutBody(int64_t first, std::string* body) const {
     body->clear();
-    auto out = std::back_inserter(*body);
-    fmt::format_to(out, R"({{"records":[)");
+    body->append(R"({"records":[)");
     for (int i = 0; i < batch; ++i) {
       const int64_t n = first + i;
-      fmt::format_to(out,
-                     R"({}{{"id":"{}","rollout_id":"traj-{:010d}","problem_id":"prob-{:06d}",)"
-                     R"("sequence_order":{:2d},"role":"assistant","content":"{}",)"
-                     R"("reward":{:.3f},"policy_version":"v1"}})",
-                     i > 0 ? "," : "", RolloutId(n), n / 16, (n / 16) % 5000, n % 16,
-                     texts[static_cast<size_t>(n) % kPool], Reward(n));
+      if (i > 0) body->push_back(',');
+      body->append(R"({"id":"ro-)");
+      AppendZeroPadded(n, 12, body);
+      body->append(R"(","rollout_id":"traj-)");
+      AppendZeroPadded(n / 16, 10, body);
+      body->append(R"(","problem_id":"prob-)");
+      AppendZeroPadded((n / 16) % 5000, 6, body);
+      body->append(R"(","sequence_order":)");
+      if (n % 16 < 10) body->push_back(' ');
+      AppendZeroPadded(n % 16, 1, body);
+      body->append(R"(,"role":"assistant","content":")");
+      body->append(texts[static_cast<size_t>(n) % kPool]);
+      body->append(R"(","reward":0.)");  // Reward(n) = (n % 1000) / 1000
+      AppendZeroPadded(n % 1000, 3, body);
+      body->append(R"(,"policy_version":"v1"})");
     }
     body->append("]}");
+  }
+
+  // RolloutBody's rows, read back as JSON, hold RolloutRows' values: both sides add the same
+  // data.
+  Status CheckRolloutBody(int64_t first) const {
+    std::string body;
+    RolloutBody(first, &body);
+    const Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+    const std::vector<RolloutRecord> rows = RolloutRows(first);
+    if (!j.is_object() || !j.contains("records") || !j["records"].is_array() ||
+        j["records"].size() != rows.size()) {
+      return Status::Internal(fmt::format("rollout body of row {}: not {} records", first, batch));
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Json& r = j["records"][i];
+      const RolloutRecord& e = rows[i];
+      const bool same = r.value("id", "") == e.id && r.value("rollout_id", "") == e.rollout_id &&
+                        r.value("problem_id", "") == e.problem_id &&
+                        r.value("sequence_order", -1) == e.sequence_order &&
+                        r.value("role", "") == e.role && r.value("content", "") == e.content &&
+                        r.value("reward", -1.0f) == e.reward &&
+                        r.value("policy_version", "") == e.policy_version;
+      if (!same) {
+        return Status::Internal(fmt::format("rollout body of row {}: record {} is {}, not row {}",
+                                            first, i, r.dump(), first + static_cast<int64_t>(i)));
+      }
+    }
+    return Status::OK();
+  }
+
+  // n (>= 0) in decimal with at least `width` digits.
+  static void AppendZeroPadded(int64_t n, int width, std::string* out) {
+    char digits[20];
+    int len = 0;
+    do {
+      digits[len++] = static_cast<char>('0' + n % 10);
+      n /= 10;
+    } while (n > 0);
+    for (int i = len; i < width; ++i) out->push_back('0');
+    while (len > 0) out->push_back(digits[--len]);
   }
 
   // The same rows as the server builds them from that body.
@@ -502,6 +556,12 @@ int Run(const Config& config) {
                   {"loopback_stream_bps", loopback->stream_bps}};
 
   const Workload w(config);
+  for (const int64_t first : {int64_t{0}, int64_t{987'654'321'000}}) {
+    if (Status s = w.CheckRolloutBody(first); !s.ok()) {
+      fmt::print(stderr, "strata-server-bench: {}\n", s.ToString());
+      return 1;
+    }
+  }
   fmt::print(
       "workload: {} rows per request; rollout rows ~{:.0f} B of JSON ({} B content), context "
       "rows ~{:.0f} B ({} B text_payload + {}-dim embedding); {} s per add measurement and side "
