@@ -66,6 +66,11 @@ struct Config {
   int fdatasync_samples = 50;
   int io_threads = 2;  // ServerOptions defaults
   int worker_threads = 32;
+  // ServerOptions::recode_linked_generations of both sides. Off by default, unlike the server:
+  // a store recodes once its writes pause, which is during the other side's slices (and, with
+  // 64 clients, never during its own), so each side's figures carried the other side's recodes
+  // and the last measurement every earlier one's.
+  bool recode = false;
   bool access_log = false;
   bool verbose = false;
   bool keep = false;
@@ -427,12 +432,13 @@ class EmbeddedGet : public Loop {
 
 // ---- The run -------------------------------------------------------------------------------
 
-// The StorageBase options the server gives a handle (server::ServerOptions defaults), so the
-// embedded stores are configured as the server's are; like the server's context routes, the
-// embedded context adds merge right after the write once it is due (EmbeddedContextAdd).
-store::StorageBaseOptions ServerLikeBase(const std::shared_ptr<store::Maintenance>& maintenance,
+// The StorageBase options the server gives a handle (the server's `options`), so the embedded
+// stores are configured as the server's are; like the server's context routes, the embedded
+// context adds merge right after the write once it is due (EmbeddedContextAdd).
+store::StorageBaseOptions ServerLikeBase(const server::ServerOptions& options,
+                                         const std::shared_ptr<store::Maintenance>& maintenance,
                                          const std::shared_ptr<MergeBudget>& budget, bool context) {
-  store::StorageBaseOptions base = server::ServerStoreOptions(server::ServerOptions{}, context);
+  store::StorageBaseOptions base = server::ServerStoreOptions(options, context);
   base.merge_budget = budget;
   base.maintenance = maintenance;
   return base;
@@ -565,9 +571,10 @@ int Run(const Config& config) {
   fmt::print(
       "workload: {} rows per request; rollout rows ~{:.0f} B of JSON ({} B content), context "
       "rows ~{:.0f} B ({} B text_payload + {}-dim embedding); {} s per add measurement and side "
-      "in {} alternating slices, {} s per GET measurement\n",
+      "in {} alternating slices, {} s per GET measurement; background recodes {} on both sides\n",
       config.batch, w.rollout_bytes_per_row, config.text_bytes, w.context_bytes_per_row,
-      config.text_bytes, config.dim, config.seconds, config.rounds, config.get_seconds);
+      config.text_bytes, config.dim, config.seconds, config.rounds, config.get_seconds,
+      config.recode ? "on" : "off");
   out["config"] = {{"seconds", config.seconds},
                    {"rounds", config.rounds},
                    {"get_seconds", config.get_seconds},
@@ -578,6 +585,7 @@ int Run(const Config& config) {
                    {"sync", config.sync},
                    {"io_threads", config.io_threads},
                    {"worker_threads", config.worker_threads},
+                   {"recode", config.recode},
                    {"access_log", config.access_log},
                    {"rollout_body_bytes_per_row", w.rollout_bytes_per_row},
                    {"context_body_bytes_per_row", w.context_bytes_per_row}};
@@ -590,6 +598,7 @@ int Run(const Config& config) {
   options.access_log = config.access_log;
   options.io_threads = config.io_threads;
   options.worker_threads = config.worker_threads;
+  options.recode_linked_generations = config.recode;
   Result<std::unique_ptr<server::Server>> srv = server::Server::Start(options);
   if (!srv.ok()) {
     fmt::print(stderr, "server: {}\n", srv.status().ToString());
@@ -631,13 +640,13 @@ int Run(const Config& config) {
     Status opened;
     if (rollout) {
       store::RolloutStoreOptions o;
-      o.base = ServerLikeBase(*maintenance, budget, /*context=*/false);
+      o.base = ServerLikeBase(options, *maintenance, budget, /*context=*/false);
       Result<std::unique_ptr<RolloutStore>> s = RolloutStore::Open(*objects, prefix, std::move(o));
       opened = s.status();
       if (s.ok()) rollouts = std::move(*s);
     } else {
       store::ContextStoreOptions o;
-      o.base = ServerLikeBase(*maintenance, budget, /*context=*/true);
+      o.base = ServerLikeBase(options, *maintenance, budget, /*context=*/true);
       o.embedding_dim = config.dim;
       Result<std::unique_ptr<ContextStore>> s = ContextStore::Open(*objects, prefix, std::move(o));
       opened = s.status();
@@ -894,6 +903,9 @@ int main(int argc, char** argv) {
                  "4 KiB append + fdatasync samples for the floor (default 50)");
   app.add_option("--io-threads", config.io_threads, "server I/O threads (default 2)");
   app.add_option("--worker-threads", config.worker_threads, "server worker threads (default 32)");
+  app.add_flag("--recode", config.recode,
+               "both sides recode linked generations, as the server does by default (each "
+               "side's recodes then run in the other side's slices)");
   app.add_flag("--access-log", config.access_log,
                "server access log on, to server.log in the data directory (default off)");
   app.add_flag("--verbose", config.verbose,

@@ -48,6 +48,9 @@ struct ServerOptions {
   int merge_concurrency = 4;                      // concurrent merge-wal requests, 0 = no limit
   double cleanup_interval_seconds = 0;            // time-trigger sweeper, 0 = off
   double flush_interval_seconds = 30;             // flush sweeper, 0 = off
+  // Generations published linked to the WAL are recoded in the background once writes pause
+  // (StorageBaseOptions::recode_linked_generations). Off: they stay linked until a merge.
+  bool recode_linked_generations = true;
   // Compaction policy of every open store (what the reference's master schedules): every
   // compaction_interval_seconds (0 = off), a store whose base table has at least
   // compaction_min_fragments fragments is compacted.
@@ -73,7 +76,8 @@ struct ServerOptions {
 
 // Reads every option the environment sets (INSTANCE_ID, falling back to HOSTNAME;
 // STRATA_AUTH_TOKEN; ROLLOUT_* and REQUEST_BODY_IDLE_TIMEOUT_SECS as the reference names them;
-// STRATA_DATA_DIR, STRATA_HOST, STRATA_PORT) into `options`. `getenv` returns null for an
+// STRATA_DATA_DIR, STRATA_HOST, STRATA_PORT, STRATA_CONTEXT_MERGE_AFTER_GENERATIONS) into
+// `options`. `getenv` returns null for an
 // unset variable. InvalidArgument naming the variable for a value that does not parse.
 Status ApplyEnvironment(ServerOptions* options,
                         const std::function<const char*(const char*)>& getenv);
@@ -81,9 +85,10 @@ Status ApplyEnvironment(ServerOptions* options,
 // The StorageBase options the server derives from `options` for a handle of a context store
 // (`context_store`) or of the other kinds: shard instance_id ("default" when empty), the count
 // trigger (context_merge_after_generations for contexts, merge_after_generations otherwise),
-// the merge bounds and the pending-generation bounds. The server adds its merge budget, its
-// maintenance component and a display name. Programs that open stores beside a server with the
-// server's settings (strata-server-bench's embedded side) start from it.
+// the merge bounds, the pending-generation bounds and whether linked generations are recoded.
+// The server adds its merge budget, its maintenance component and a display name. Programs
+// that open stores beside a server with the server's settings (strata-server-bench's embedded
+// side) start from it.
 store::StorageBaseOptions ServerStoreOptions(const ServerOptions& options, bool context_store);
 
 class Server {

@@ -22,6 +22,7 @@ struct ServeArgs {
   std::string auth_token_file;
   std::string port_file;
   bool no_sync = false;
+  bool no_recode = false;
   bool no_access_log = false;
 };
 
@@ -44,6 +45,7 @@ Status RunServe(ServeArgs& args) {
     STRATA_ASSIGN_OR_RETURN(o.auth_token, ReadToken(args.auth_token_file));
   }
   if (args.no_sync) o.sync = false;
+  if (args.no_recode) o.recode_linked_generations = false;
   if (args.no_access_log) o.access_log = false;
   // Block the stop signals in every thread the server starts; this one waits for them.
   sigset_t stop;
@@ -128,6 +130,8 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--no-sync", args->no_sync,
                 "Do not fsync writes (\"process\" durability: survives kill -9, not power loss)");
+  cmd->add_flag("--no-recode", args->no_recode,
+                "Leave generations linked to the WAL until a merge (no background recode)");
   cmd->add_flag("--no-access-log", args->no_access_log, "Do not log every request");
   cmd->callback([args, exit_code] {
     Status s = RunServe(*args);

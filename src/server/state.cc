@@ -219,6 +219,7 @@ store::StorageBaseOptions ServerStoreOptions(const ServerOptions& options, bool 
   base.merge_max_bytes = options.merge_max_bytes;
   base.pending_generations_warn = options.pending_generations_warn;
   base.pending_generations_max = options.pending_generations_max;
+  base.recode_linked_generations = options.recode_linked_generations;
   return base;
 }
 
