@@ -562,7 +562,7 @@ int Run(const Config& config) {
                   {"loopback_stream_bps", loopback->stream_bps}};
 
   const Workload w(config);
-  for (const int64_t first : {int64_t{0}, int64_t{987'654'321'000}}) {
+  for (const int64_t first : {int64_t{0}, int64_t{987'654'321'123}}) {
     if (Status s = w.CheckRolloutBody(first); !s.ok()) {
       fmt::print(stderr, "strata-server-bench: {}\n", s.ToString());
       return 1;

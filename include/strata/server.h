@@ -49,7 +49,8 @@ struct ServerOptions {
   double cleanup_interval_seconds = 0;            // time-trigger sweeper, 0 = off
   double flush_interval_seconds = 30;             // flush sweeper, 0 = off
   // Generations published linked to the WAL are recoded in the background once writes pause
-  // (StorageBaseOptions::recode_linked_generations). Off: they stay linked until a merge.
+  // (StorageBaseOptions::recode_linked_generations). Off: they stay linked, keeping the WAL's
+  // bytes, until a merge.
   bool recode_linked_generations = true;
   // Compaction policy of every open store (what the reference's master schedules): every
   // compaction_interval_seconds (0 = off), a store whose base table has at least
@@ -77,8 +78,8 @@ struct ServerOptions {
 // Reads every option the environment sets (INSTANCE_ID, falling back to HOSTNAME;
 // STRATA_AUTH_TOKEN; ROLLOUT_* and REQUEST_BODY_IDLE_TIMEOUT_SECS as the reference names them;
 // STRATA_DATA_DIR, STRATA_HOST, STRATA_PORT, STRATA_CONTEXT_MERGE_AFTER_GENERATIONS) into
-// `options`. `getenv` returns null for an
-// unset variable. InvalidArgument naming the variable for a value that does not parse.
+// `options`. `getenv` returns null for an unset variable. InvalidArgument naming the variable
+// for a value that does not parse.
 Status ApplyEnvironment(ServerOptions* options,
                         const std::function<const char*(const char*)>& getenv);
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,7 +82,7 @@ HttpResponse JsonResponse(int status, const Json& body);
 HttpResponse EmptyResponse(int status);
 // 201 {"count": N, "ids": [...], "version": V}, the answer of the add routes, written without
 // a JSON tree (the keys in the order, and the bytes, of JsonResponse).
-HttpResponse AddedResponse(uint64_t version, const std::vector<std::string_view>& ids);
+HttpResponse AddedResponse(uint64_t version, std::span<const std::string_view> ids);
 HttpResponse ErrorResponse(const HttpError& error);
 HttpResponse StatusResponse(const Status& status);
 

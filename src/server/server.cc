@@ -102,7 +102,9 @@ namespace {
 // method label varies.
 class RouteSeries {
  public:
-  explicit RouteSeries(size_t routes) : routes_(std::make_unique<PerRoute[]>(routes)) {}
+  // `routes`: the router's size once every route is added.
+  explicit RouteSeries(size_t routes)
+      : routes_(std::make_unique<PerRoute[]>(routes)), route_count_(routes) {}
 
   void Record(MetricsRegistry& m, const Route* route, std::string_view method, int status,
               double seconds) {
@@ -124,7 +126,8 @@ class RouteSeries {
     };
     Counter* requests = nullptr;
     Histogram* duration = nullptr;
-    if (route != nullptr && status >= kMinStatus && status <= kMaxStatus) {
+    if (route != nullptr && route->index < route_count_ && status >= kMinStatus &&
+        status <= kMaxStatus) {
       PerRoute& r = routes_[route->index];
       requests = r.requests[status - kMinStatus].Get(counter);
       duration = r.duration.Get(histogram);
@@ -146,6 +149,7 @@ class RouteSeries {
     SeriesSlot<Histogram> duration;
   };
   std::unique_ptr<PerRoute[]> routes_;
+  size_t route_count_;
 };
 
 }  // namespace

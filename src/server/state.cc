@@ -240,8 +240,6 @@ Status ServerState::CheckRegistered(StoreKind kind, std::string_view name) const
   return Status::OK();
 }
 
-static_assert(static_cast<size_t>(StoreKind::kGeneric) + 1 == HotSeries::kKinds);
-
 void ServerState::CountCache(StoreKind kind, bool hit) {
   const auto k = static_cast<size_t>(kind);
   auto lookup = [&] {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -30,6 +31,7 @@
 namespace strata::server {
 
 enum class StoreKind { kContext, kRollout, kDatagen, kGeneric };
+inline constexpr size_t kStoreKinds = static_cast<size_t>(StoreKind::kGeneric) + 1;
 
 // "context", "rollout", "datagen", "generic": the registry folder, the directory suffix and
 // the metrics label.
@@ -203,9 +205,8 @@ class SeriesSlot {
 
 // The series every request of a hot route updates, each resolved once (SeriesSlot).
 struct HotSeries {
-  static constexpr size_t kKinds = 4;  // StoreKind values
-  SeriesSlot<Counter> cache_hits[kKinds];
-  SeriesSlot<Counter> cache_misses[kKinds];
+  SeriesSlot<Counter> cache_hits[kStoreKinds];
+  SeriesSlot<Counter> cache_misses[kStoreKinds];
   // Rollout appends, by their `flush` label (false, true).
   SeriesSlot<Counter> rollout_appends[2];
   SeriesSlot<Histogram> rollout_append_seconds[2];
