@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <vector>
 
 #include "server/clock.h"
 #include "server/http_server.h"
@@ -103,8 +104,7 @@ namespace {
 class RouteSeries {
  public:
   // `routes`: the router's size once every route is added.
-  explicit RouteSeries(size_t routes)
-      : routes_(std::make_unique<PerRoute[]>(routes)), route_count_(routes) {}
+  explicit RouteSeries(size_t routes) : routes_(routes) {}
 
   void Record(MetricsRegistry& m, const Route* route, std::string_view method, int status,
               double seconds) {
@@ -126,7 +126,7 @@ class RouteSeries {
     };
     Counter* requests = nullptr;
     Histogram* duration = nullptr;
-    if (route != nullptr && route->index < route_count_ && status >= kMinStatus &&
+    if (route != nullptr && route->index < routes_.size() && status >= kMinStatus &&
         status <= kMaxStatus) {
       PerRoute& r = routes_[route->index];
       requests = r.requests[status - kMinStatus].Get(counter);
@@ -148,8 +148,7 @@ class RouteSeries {
     SeriesSlot<Counter> requests[kMaxStatus - kMinStatus + 1];
     SeriesSlot<Histogram> duration;
   };
-  std::unique_ptr<PerRoute[]> routes_;
-  size_t route_count_;
+  std::vector<PerRoute> routes_;  // never resized: PerRoute holds atomics
 };
 
 }  // namespace
